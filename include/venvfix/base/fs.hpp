@@ -1,0 +1,112 @@
+// Non-throwing filesystem wrappers and RAII handles. Every failure comes back as an Error that
+// names the path and the system's reason.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "venvfix/base/result.hpp"
+
+namespace venvfix {
+
+namespace fs = std::filesystem;
+
+// Owns a file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : m_fd(fd) {}
+  Fd(Fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+
+  int get() const { return m_fd; }
+  bool valid() const { return m_fd >= 0; }
+  int release() { return std::exchange(m_fd, -1); }
+
+ private:
+  int m_fd = -1;
+};
+
+// Opens `path` with open(2) flags; the error names the path.
+Result<Fd> open_file(const fs::path& path, int flags, mode_t mode = 0644);
+
+// A read-only memory map of a whole file. An empty file maps to an empty span.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  static Result<MappedFile> open(const fs::path& path);
+
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(m_data), m_size}; }
+  std::string_view view() const { return {static_cast<const char*>(m_data), m_size}; }
+  std::size_t size() const { return m_size; }
+
+ private:
+  void* m_data = nullptr;
+  std::size_t m_size = 0;
+};
+
+// Reads a whole file. Files larger than `max_bytes` are an error (protects against reading a
+// multi-gigabyte file by mistake where a small text file is expected).
+Result<std::string> read_file(const fs::path& path, std::size_t max_bytes = 256u << 20);
+
+// Writes `data` to a temporary file beside `path`, fsyncs it, renames it over `path` and
+// fsyncs the directory. After a failure `path` is unchanged.
+Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode = 0644);
+
+// fsyncs a directory so that renames and creations inside it are durable.
+Status fsync_directory(const fs::path& dir);
+
+// The identity of a file as stat(2) reports it; two equal identities mean "not changed" for
+// the purpose of caches (same inode, size and timestamps).
+struct FileIdentity {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  std::uint32_t mode = 0;
+
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// lstat(2)s `path`. A missing file is an error with message "<path>: No such file…".
+Result<FileIdentity> file_identity(const fs::path& path);
+// stat(2) (follows symlinks).
+Result<FileIdentity> file_identity_follow(const fs::path& path);
+
+// A directory created under $TMPDIR (or /tmp) and removed with its contents on destruction.
+class TempDir {
+ public:
+  static Result<TempDir> create(std::string_view prefix = "venvfix-");
+  TempDir(TempDir&& other) noexcept : m_path(std::move(other.m_path)) { other.m_path.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+
+  const fs::path& path() const { return m_path; }
+
+ private:
+  explicit TempDir(fs::path path) : m_path(std::move(path)) {}
+  fs::path m_path;
+};
+
+// strerror(errno) as a string; for messages.
+std::string errno_message(int error_number);
+
+}  // namespace venvfix

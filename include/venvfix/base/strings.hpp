@@ -1,0 +1,19 @@
+// Small string helpers shared by the parsers. ASCII only on purpose: every format venvfix
+// parses (METADATA headers, RECORD, specifiers, wheel names) is defined over ASCII.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace venvfix {
+
+std::string_view trim(std::string_view text);
+std::vector<std::string_view> split(std::string_view text, char separator);
+std::string to_lower_ascii(std::string_view text);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+bool is_ascii_space(char c);
+// For messages: cuts long or binary text to something printable.
+std::string printable_excerpt(std::string_view text, std::size_t max_length = 80);
+
+}  // namespace venvfix

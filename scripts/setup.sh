@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything venvfix needs to build and test, from Debian's packages.
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libcurl4-openssl-dev libarchive-dev nlohmann-json3-dev libssl-dev
+  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev libelf-dev libdeflate-dev
+  clang clang-format
+  python3 python3-venv python3-pip
+  patchelf libarchive-tools openssl curl unzip zip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq >/dev/null
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, a warnings-as-errors build with AddressSanitizer and UBSan,
+# then every test through ctest. This is what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+build_dir=${VENVFIX_TEST_BUILD_DIR:-build/asan}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DVENVFIX_SANITIZE=ON -DVENVFIX_WERROR=ON >/dev/null
+cmake --build "$build_dir"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900

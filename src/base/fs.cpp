@@ -1,0 +1,176 @@
+#include "venvfix/base/fs.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+namespace venvfix {
+
+std::string errno_message(int error_number) { return std::strerror(error_number); }
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = std::exchange(other.m_fd, -1);
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+Result<Fd> open_file(const fs::path& path, int flags, mode_t mode) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) {
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+  }
+  return Fd(fd);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : m_data(std::exchange(other.m_data, nullptr)), m_size(std::exchange(other.m_size, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (m_data != nullptr) ::munmap(m_data, m_size);
+    m_data = std::exchange(other.m_data, nullptr);
+    m_size = std::exchange(other.m_size, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (m_data != nullptr) ::munmap(m_data, m_size);
+}
+
+Result<MappedFile> MappedFile::open(const fs::path& path) {
+  VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDONLY));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return make_error(ExitCode::error, "{}: not a regular file", path.string());
+  }
+  MappedFile mapped;
+  if (st.st_size == 0) return mapped;
+  void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE,
+                      fd.get(), 0);
+  if (data == MAP_FAILED) {
+    return make_error(ExitCode::error, "{}: cannot map: {}", path.string(), errno_message(errno));
+  }
+  mapped.m_data = data;
+  mapped.m_size = static_cast<std::size_t>(st.st_size);
+  return mapped;
+}
+
+Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
+  VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDONLY));
+  std::string data;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+    }
+    if (n == 0) break;
+    if (data.size() + static_cast<std::size_t>(n) > max_bytes) {
+      return make_error(ExitCode::error, "{}: larger than {} bytes", path.string(), max_bytes);
+    }
+    data.append(buffer, static_cast<std::size_t>(n));
+  }
+  return data;
+}
+
+Status fsync_directory(const fs::path& dir) {
+  VENVFIX_TRY_ASSIGN(Fd fd, open_file(dir, O_RDONLY | O_DIRECTORY));
+  if (::fsync(fd.get()) != 0) {
+    return make_error(ExitCode::error, "{}: fsync: {}", dir.string(), errno_message(errno));
+  }
+  return ok();
+}
+
+Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode) {
+  fs::path temporary = path;
+  temporary += fmt::format(".tmp-{}", ::getpid());
+  {
+    VENVFIX_TRY_ASSIGN(Fd fd, open_file(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode));
+    std::size_t written = 0;
+    while (written < data.size()) {
+      ssize_t n = ::write(fd.get(), data.data() + written, data.size() - written);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int saved = errno;
+        ::unlink(temporary.c_str());
+        return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(saved));
+      }
+      written += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) {
+      int saved = errno;
+      ::unlink(temporary.c_str());
+      return make_error(ExitCode::error, "{}: fsync: {}", path.string(), errno_message(saved));
+    }
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    ::unlink(temporary.c_str());
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(saved));
+  }
+  return fsync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
+}
+
+namespace {
+FileIdentity identity_from(const struct stat& st) {
+  FileIdentity id;
+  id.device = st.st_dev;
+  id.inode = st.st_ino;
+  id.size = static_cast<std::uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  id.mode = st.st_mode;
+  return id;
+}
+}  // namespace
+
+Result<FileIdentity> file_identity(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+  }
+  return identity_from(st);
+}
+
+Result<FileIdentity> file_identity_follow(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+  }
+  return identity_from(st);
+}
+
+Result<TempDir> TempDir::create(std::string_view prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = fmt::format("{}/{}XXXXXX", base != nullptr && *base ? base : "/tmp", prefix);
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return make_error(ExitCode::error, "cannot create a temporary directory {}: {}", pattern,
+                      errno_message(errno));
+  }
+  return TempDir(fs::path(pattern));
+}
+
+TempDir::~TempDir() {
+  if (m_path.empty()) return;
+  std::error_code ignored;
+  fs::remove_all(m_path, ignored);
+}
+
+}  // namespace venvfix

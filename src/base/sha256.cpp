@@ -1,0 +1,143 @@
+#include "venvfix/base/sha256.hpp"
+
+#include <openssl/evp.h>
+
+#include <cstring>
+
+namespace venvfix {
+
+struct Sha256::Impl {
+  EVP_MD_CTX* context = nullptr;
+  Impl() : context(EVP_MD_CTX_new()) { EVP_DigestInit_ex(context, EVP_sha256(), nullptr); }
+  ~Impl() { EVP_MD_CTX_free(context); }
+};
+
+Sha256::Sha256() : m_impl(std::make_unique<Impl>()) {}
+Sha256::~Sha256() = default;
+Sha256::Sha256(Sha256&&) noexcept = default;
+Sha256& Sha256::operator=(Sha256&&) noexcept = default;
+
+void Sha256::update(std::span<const std::byte> data) {
+  EVP_DigestUpdate(m_impl->context, data.data(), data.size());
+}
+
+void Sha256::update(std::string_view data) {
+  EVP_DigestUpdate(m_impl->context, data.data(), data.size());
+}
+
+Sha256Digest Sha256::finish() {
+  Sha256Digest digest{};
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(m_impl->context, digest.data(), &length);
+  EVP_DigestInit_ex(m_impl->context, EVP_sha256(), nullptr);
+  return digest;
+}
+
+Sha256Digest sha256(std::string_view data) {
+  Sha256 hasher;
+  hasher.update(data);
+  return hasher.finish();
+}
+
+Result<Sha256Digest> sha256_file(const fs::path& path) {
+  VENVFIX_TRY_ASSIGN(MappedFile mapped, MappedFile::open(path));
+  Sha256 hasher;
+  hasher.update(mapped.bytes());
+  return hasher.finish();
+}
+
+std::string to_hex(std::span<const std::uint8_t> bytes) {
+  static constexpr char k_digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (std::uint8_t b : bytes) {
+    out.push_back(k_digits[b >> 4]);
+    out.push_back(k_digits[b & 15]);
+  }
+  return out;
+}
+
+std::string to_base64url_nopad(std::span<const std::uint8_t> bytes) {
+  static constexpr char k_alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    std::uint32_t v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out.push_back(k_alphabet[(v >> 18) & 63]);
+    out.push_back(k_alphabet[(v >> 12) & 63]);
+    out.push_back(k_alphabet[(v >> 6) & 63]);
+    out.push_back(k_alphabet[v & 63]);
+  }
+  std::size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    std::uint32_t v = bytes[i] << 16;
+    out.push_back(k_alphabet[(v >> 18) & 63]);
+    out.push_back(k_alphabet[(v >> 12) & 63]);
+  } else if (rest == 2) {
+    std::uint32_t v = (bytes[i] << 16) | (bytes[i + 1] << 8);
+    out.push_back(k_alphabet[(v >> 18) & 63]);
+    out.push_back(k_alphabet[(v >> 12) & 63]);
+    out.push_back(k_alphabet[(v >> 6) & 63]);
+  }
+  return out;
+}
+
+namespace {
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int base64url_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '-' || c == '+') return 62;  // tolerate the standard alphabet too
+  if (c == '_' || c == '/') return 63;
+  return -1;
+}
+}  // namespace
+
+Result<Sha256Digest> sha256_from_hex(std::string_view hex) {
+  Sha256Digest digest{};
+  if (hex.size() != 64) {
+    return make_error(ExitCode::usage, "'{}' is not a sha256 hex digest (64 hex digits)", hex);
+  }
+  for (std::size_t i = 0; i < 32; ++i) {
+    int hi = hex_value(hex[2 * i]);
+    int lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return make_error(ExitCode::usage, "'{}' is not a sha256 hex digest", hex);
+    }
+    digest[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return digest;
+}
+
+Result<Sha256Digest> sha256_from_base64url(std::string_view text) {
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (text.size() != 43) {
+    return make_error(ExitCode::usage, "'{}' is not an unpadded base64 sha256 digest", text);
+  }
+  Sha256Digest digest{};
+  std::uint32_t accumulator = 0;
+  int bits = 0;
+  std::size_t out = 0;
+  for (char c : text) {
+    int v = base64url_value(c);
+    if (v < 0) return make_error(ExitCode::usage, "'{}' is not a base64 sha256 digest", text);
+    accumulator = (accumulator << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (out < digest.size()) digest[out++] = static_cast<std::uint8_t>(accumulator >> bits);
+    }
+  }
+  return digest;
+}
+
+}  // namespace venvfix

@@ -1,0 +1,60 @@
+#include "venvfix/base/strings.hpp"
+
+#include <fmt/format.h>
+
+namespace venvfix {
+
+bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && is_ascii_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_ascii_space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t end = text.find(separator, start);
+    if (end == std::string_view::npos) {
+      parts.push_back(text.substr(start));
+      return parts;
+    }
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+std::string to_lower_ascii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string printable_excerpt(std::string_view text, std::size_t max_length) {
+  std::string out;
+  for (char c : text.substr(0, max_length)) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out.push_back(c);
+    } else {
+      out += fmt::format("\\x{:02x}", u);
+    }
+  }
+  if (text.size() > max_length) out += "…";
+  return out;
+}
+
+}  // namespace venvfix
