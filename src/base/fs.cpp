@@ -12,7 +12,9 @@
 
 namespace venvfix {
 
-std::string errno_message(int error_number) { return std::strerror(error_number); }
+std::string errno_message(int error_number) {
+  return std::strerror(error_number);
+}
 
 Fd& Fd::operator=(Fd&& other) noexcept {
   if (this != &other) {
@@ -61,8 +63,8 @@ Result<MappedFile> MappedFile::open(const fs::path& path) {
   }
   MappedFile mapped;
   if (st.st_size == 0) return mapped;
-  void* data = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE,
-                      fd.get(), 0);
+  void* data =
+      ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (data == MAP_FAILED) {
     return make_error(ExitCode::error, "{}: cannot map: {}", path.string(), errno_message(errno));
   }
@@ -159,7 +161,8 @@ Result<FileIdentity> file_identity_follow(const fs::path& path) {
 
 Result<TempDir> TempDir::create(std::string_view prefix) {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = fmt::format("{}/{}XXXXXX", base != nullptr && *base ? base : "/tmp", prefix);
+  std::string pattern =
+      fmt::format("{}/{}XXXXXX", base != nullptr && *base ? base : "/tmp", prefix);
   if (::mkdtemp(pattern.data()) == nullptr) {
     return make_error(ExitCode::error, "cannot create a temporary directory {}: {}", pattern,
                       errno_message(errno));

@@ -4,7 +4,9 @@
 
 namespace venvfix {
 
-bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && is_ascii_space(text.front())) text.remove_prefix(1);

@@ -7,7 +7,8 @@ namespace {
 
 TEST(Sha256, KnownVectors) {
   EXPECT_EQ(to_hex(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(to_hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(to_hex(sha256("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(Sha256, IncrementalEqualsWhole) {
@@ -18,7 +19,8 @@ TEST(Sha256, IncrementalEqualsWhole) {
 }
 
 TEST(Sha256, Base64UrlMatchesRecordFormat) {
-  // python3 -c "import hashlib,base64;print(base64.urlsafe_b64encode(hashlib.sha256(b'abc').digest()).rstrip(b'='))"
+  // python3 -c "import
+  // hashlib,base64;print(base64.urlsafe_b64encode(hashlib.sha256(b'abc').digest()).rstrip(b'='))"
   EXPECT_EQ(to_base64url_nopad(sha256("abc")), "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
   auto back = sha256_from_base64url("ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0");
   ASSERT_TRUE(back);

@@ -51,7 +51,9 @@ class MappedFile {
 
   static Result<MappedFile> open(const fs::path& path);
 
-  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(m_data), m_size}; }
+  std::span<const std::byte> bytes() const {
+    return {static_cast<const std::byte*>(m_data), m_size};
+  }
   std::string_view view() const { return {static_cast<const char*>(m_data), m_size}; }
   std::size_t size() const { return m_size; }
 

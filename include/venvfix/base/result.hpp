@@ -18,13 +18,13 @@ namespace venvfix {
 
 enum class ExitCode : int {
   ok = 0,
-  error = 1,            // an error not listed below
-  usage = 2,            // bad usage or bad input
-  problems = 3,         // doctor/plan: problems found, actions needed
-  network = 4,          // network, index or download failure; venv unchanged
-  verify_failed = 5,    // verification failed; transaction rolled back
-  locked = 6,           // venv locked, or an unfinished transaction needs `recover`
-  plan_stale = 7,       // the plan no longer matches the venv
+  error = 1,          // an error not listed below
+  usage = 2,          // bad usage or bad input
+  problems = 3,       // doctor/plan: problems found, actions needed
+  network = 4,        // network, index or download failure; venv unchanged
+  verify_failed = 5,  // verification failed; transaction rolled back
+  locked = 6,         // venv locked, or an unfinished transaction needs `recover`
+  plan_stale = 7,     // the plan no longer matches the venv
 };
 
 struct Error {
@@ -47,7 +47,7 @@ inline Error with_context(Error error, std::string_view context) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : m_state(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : m_state(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
   Result(Error error) : m_state(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
 
   bool has_value() const { return m_state.index() == 0; }
@@ -110,7 +110,9 @@ class [[nodiscard]] Result<void> {
 
 using Status = Result<void>;
 
-inline Status ok() { return {}; }
+inline Status ok() {
+  return {};
+}
 
 }  // namespace venvfix
 
@@ -118,9 +120,9 @@ inline Status ok() { return {}; }
 #define VENVFIX_CONCAT(a, b) VENVFIX_CONCAT_INNER(a, b)
 
 // Returns the error of `expr` (a Result or Status) from the enclosing function.
-#define VENVFIX_TRY(expr)                                                \
-  do {                                                                   \
-    auto&& venvfix_try_result_ = (expr);                                 \
+#define VENVFIX_TRY(expr)                                                    \
+  do {                                                                       \
+    auto&& venvfix_try_result_ = (expr);                                     \
     if (!venvfix_try_result_) return std::move(venvfix_try_result_).error(); \
   } while (false)
 
