@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,18 +73,36 @@ struct SharedObject {
   std::string extra_flags;  // e.g. "-m32 -nostdlib"
 };
 
-// Compiles `out` as a shared object; fails the test on a compiler error.
-inline void build_shared_object(const fs::path& out, const SharedObject& spec) {
-  fs::create_directories(out.parent_path());
-  const fs::path source = out.string() + ".c";
-  {
-    FILE* f = std::fopen(source.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fprintf(f, "int venvfix_test_symbol_%zu(void) { return 1; }\n",
-                 std::hash<std::string>{}(out.string()) % 100000);
+// An object file compiled once per process and `flags` (compiling dominates the cost of a
+// build; linking many shared objects from one .o keeps each test fast).
+inline fs::path compiled_object(const std::string& flags) {
+  static std::optional<TempDir> dir;
+  static std::map<std::string, fs::path> objects;
+  if (auto it = objects.find(flags); it != objects.end()) return it->second;
+  if (!dir) {
+    auto created = TempDir::create("venvfix-elf-objects-");
+    if (!created) return {};
+    dir.emplace(std::move(*created));
+  }
+  const fs::path source = dir->path() / "object.c";
+  const fs::path object = dir->path() / ("object" + std::to_string(objects.size()) + ".o");
+  if (FILE* f = std::fopen(source.c_str(), "w")) {
+    std::fputs("int venvfix_test_symbol(void) { return 1; }\n", f);
     std::fclose(f);
   }
-  std::string command = "cc -shared -fPIC -o " + quote(out.string()) + " " + quote(source.string());
+  CommandResult result = run_command("cc -c -fPIC " + flags + " -o " + quote(object.string()) +
+                                     " " + quote(source.string()));
+  if (result.status != 0) return {};
+  objects.emplace(flags, object);
+  return object;
+}
+
+// Links `out` as a shared object; fails the test on a toolchain error.
+inline void build_shared_object(const fs::path& out, const SharedObject& spec) {
+  fs::create_directories(out.parent_path());
+  const fs::path object = compiled_object(spec.extra_flags);
+  ASSERT_FALSE(object.empty()) << "cannot compile with flags " << spec.extra_flags;
+  std::string command = "cc -shared -o " + quote(out.string()) + " " + quote(object.string());
   command += " -Wl,--no-as-needed " + spec.extra_flags;
   if (!spec.soname.empty()) command += " -Wl,-soname," + quote(spec.soname);
   for (const fs::path& dep : spec.link_with) command += " " + quote(dep.string());
@@ -106,14 +125,9 @@ inline std::string host_interpreter_path() {
   return "/lib64/ld-linux-x86-64.so.2";
 }
 
-// Runs the loader in trace mode as ldd does (`LD_TRACE_LOADED_OBJECTS=1 ld.so root`) with an empty
-// environment plus `env` (e.g. "LD_LIBRARY_PATH=…"), optionally prefixed by `wrapper` (e.g. an
-// unshare command that mounts a test cache).
-inline LoaderListing loader_list(const fs::path& root, const std::string& env = "",
-                                 const std::string& wrapper = "") {
+// Runs a shell command that runs the loader in trace mode and parses what it prints.
+inline LoaderListing loader_list_command(const std::string& command) {
   LoaderListing listing;
-  std::string command = wrapper + "env -i LD_TRACE_LOADED_OBJECTS=1 " + env + " " +
-                        host_interpreter_path() + " " + quote(root.string());
   CommandResult result = run_command(command);
   listing.raw = result.output;
   listing.status = result.status;
@@ -131,6 +145,13 @@ inline LoaderListing loader_list(const fs::path& root, const std::string& env = 
     listing.entries.emplace_back(name, std::string(rest.substr(0, paren)));
   }
   return listing;
+}
+
+// Runs the loader in trace mode as ldd does (`LD_TRACE_LOADED_OBJECTS=1 ld.so root`) with an
+// empty environment plus `env` (e.g. "LD_LIBRARY_PATH=…").
+inline LoaderListing loader_list(const fs::path& root, const std::string& env = "") {
+  return loader_list_command("env -i LD_TRACE_LOADED_OBJECTS=1 " + env + " " +
+                             host_interpreter_path() + " " + quote(root.string()));
 }
 
 }  // namespace venvfix::elf::testing
