@@ -17,7 +17,7 @@ class DistInventory : public ::testing::Test {
     ASSERT_TRUE(dir);
     m_dir.emplace(std::move(*dir));
     root = m_dir->path() / "venv";
-    ASSERT_TRUE(test_support::make_venv(root));
+    ASSERT_TRUE(test_support::copy_of_template_venv(root));
     auto venv = env::open_venv_at(root);
     ASSERT_TRUE(venv) << venv.error().message;
     m_venv = std::move(*venv);

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -64,6 +66,28 @@ inline bool make_venv(const fs::path& where, WithPip pip = WithPip::no) {
   if (pip == WithPip::no) command += "--without-pip ";
   command += shell_quote(where.string()) + " >&2";
   return run_command(command).status == 0;
+}
+
+// A venv made once per test process with `python3 -m venv --without-pip`, copied to `where`
+// (symlinks kept as symlinks): real, and cheap enough for every test to have its own.
+inline bool copy_of_template_venv(const fs::path& where) {
+  static const fs::path template_root = [] {
+    fs::path dir =
+        fs::temp_directory_path() / ("venvfix-template-venv-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    if (!make_venv(dir / "venv")) return fs::path();
+    std::atexit([] {
+      std::error_code ignored;
+      fs::remove_all(
+          fs::temp_directory_path() / ("venvfix-template-venv-" + std::to_string(::getpid())),
+          ignored);
+    });
+    return dir / "venv";
+  }();
+  if (template_root.empty()) return false;
+  std::error_code ec;
+  fs::copy(template_root, where, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  return !ec;
 }
 
 }  // namespace venvfix::test_support

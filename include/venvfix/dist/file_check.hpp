@@ -1,0 +1,72 @@
+// Checking installed files against their RECORD: present, regular, right size, right hash.
+// This is where ghost files (missing, size or hash mismatch) and clobbered files are seen.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "venvfix/base/sha256.hpp"
+#include "venvfix/dist/hash_cache.hpp"
+#include "venvfix/dist/inventory.hpp"
+
+namespace venvfix::dist {
+
+enum class FileState { ok, missing, size_mismatch, hash_mismatch, not_regular, unreadable };
+
+// "ok", "missing", "size-mismatch", "hash-mismatch", "not-regular", "unreadable".
+std::string_view to_string(FileState state);
+
+struct FileCheck {
+  std::size_t dist = 0;     // index into Inventory::distributions
+  std::string record_path;  // as written in RECORD
+  fs::path path;            // absolute, lexically normalised
+  FileState state = FileState::ok;
+  // Set when the file was hashed or its hash came from the cache.
+  std::optional<Sha256Digest> actual_sha256;
+  std::uint64_t actual_size = 0;  // 0 when missing
+};
+
+enum class HashPolicy { size_only, full };
+
+// One RECORD row to check: Inventory::distributions[dist].record[entry].
+struct CheckRequest {
+  std::size_t dist = 0;
+  std::size_t entry = 0;
+};
+
+struct FileCheckReport {
+  std::vector<FileCheck> checks;  // one per request, in request order
+  std::size_t files_hashed = 0;   // files whose bytes were read
+  std::uint64_t bytes_hashed = 0;
+  std::size_t cache_hits = 0;  // hashes answered by the HashCache without reading
+};
+
+// Every row of every distribution's RECORD, in inventory order.
+std::vector<CheckRequest> all_entries(const Inventory& inventory);
+
+// Checks each requested file (stat follows symlinks, as pip and the loader do):
+// - missing (no such file, or a dangling symlink), not_regular, unreadable (stat or read
+//   failed for another reason), size_mismatch (RECORD has a size and it differs);
+// - hash_mismatch when the file is hashed and its SHA-256 differs from RECORD's. A file is
+//   hashed when RECORD gives a sha256 and `policy` is full or its absolute path is in
+//   `always_hash` (the libraries a target loads). Rows with another algorithm (sha384, ...)
+//   are checked by size only.
+// A file listed several times (a path two RECORDs share) is read once. Stats and hashes run on
+// every core; `cache` (may be null) answers hashes by file identity and learns new ones (the
+// caller saves it).
+FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
+                            HashPolicy policy, const std::unordered_set<std::string>& always_hash,
+                            HashCache* cache);
+
+// Hashes one file with the reader check_files uses (large sequential reads). Counts the bytes
+// read into `bytes_read` when given.
+Result<Sha256Digest> hash_file(const fs::path& path, std::uint64_t* bytes_read = nullptr);
+
+}  // namespace venvfix::dist

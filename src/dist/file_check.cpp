@@ -1,0 +1,222 @@
+// File checks: a parallel stat pass, cache lookups, a parallel hash pass over the rest.
+#include "venvfix/dist/file_check.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <ctime>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+
+#include "venvfix/base/fs.hpp"
+
+namespace venvfix::dist {
+
+namespace {
+
+constexpr std::size_t k_read_buffer = 1u << 20;
+
+unsigned worker_count(std::size_t jobs) {
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::min<std::size_t>(cores, std::max<std::size_t>(jobs, 1)));
+}
+
+// Runs job(i) for i in [0, count) on `threads` threads (the caller's included).
+template <typename Job>
+void parallel_for(std::size_t count, std::size_t min_per_thread, Job job) {
+  unsigned threads = worker_count(count / std::max<std::size_t>(min_per_thread, 1));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < count; i = next++) job(i);
+  };
+  std::vector<std::jthread> helpers;
+  for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+}
+
+std::int64_t realtime_ns() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// What the stat pass learned about one distinct path.
+struct Probe {
+  std::string path;
+  bool want_hash = false;
+  FileState state = FileState::ok;
+  FileIdentity identity;
+  std::optional<Sha256Digest> digest;
+  bool hashed = false;
+  std::int64_t hashed_at_ns = 0;
+};
+
+void stat_probe(Probe& probe) {
+  struct stat st {};
+  if (::stat(probe.path.c_str(), &st) != 0) {
+    probe.state =
+        (errno == ENOENT || errno == ENOTDIR) ? FileState::missing : FileState::unreadable;
+    return;
+  }
+  probe.identity.device = st.st_dev;
+  probe.identity.inode = st.st_ino;
+  probe.identity.size = static_cast<std::uint64_t>(st.st_size);
+  probe.identity.mtime_ns =
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  probe.identity.ctime_ns =
+      static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+  probe.identity.mode = st.st_mode;
+  if (!S_ISREG(st.st_mode)) probe.state = FileState::not_regular;
+}
+
+}  // namespace
+
+std::string_view to_string(FileState state) {
+  switch (state) {
+    case FileState::ok:
+      return "ok";
+    case FileState::missing:
+      return "missing";
+    case FileState::size_mismatch:
+      return "size-mismatch";
+    case FileState::hash_mismatch:
+      return "hash-mismatch";
+    case FileState::not_regular:
+      return "not-regular";
+    case FileState::unreadable:
+      return "unreadable";
+  }
+  return "unknown";
+}
+
+Result<Sha256Digest> hash_file(const fs::path& path, std::uint64_t* bytes_read) {
+  VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDONLY));
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  // read(2) into one buffer rather than mmap: a file truncated while it is read gives a short
+  // read, not SIGBUS.
+  std::unique_ptr<std::byte[]> buffer(new std::byte[k_read_buffer]);
+  Sha256 hasher;
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer.get(), k_read_buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+    }
+    if (n == 0) break;
+    hasher.update(std::span<const std::byte>(buffer.get(), static_cast<std::size_t>(n)));
+    if (bytes_read != nullptr) *bytes_read += static_cast<std::uint64_t>(n);
+  }
+  return hasher.finish();
+}
+
+std::vector<CheckRequest> all_entries(const Inventory& inventory) {
+  std::vector<CheckRequest> requests;
+  for (std::size_t d = 0; d < inventory.distributions.size(); ++d) {
+    for (std::size_t e = 0; e < inventory.distributions[d].record.size(); ++e) {
+      requests.push_back(CheckRequest{d, e});
+    }
+  }
+  return requests;
+}
+
+FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
+                            HashPolicy policy, const std::unordered_set<std::string>& always_hash,
+                            HashCache* cache) {
+  FileCheckReport report;
+  report.checks.resize(requests.size());
+  // One probe per distinct path: shared paths are stat'ed and read once.
+  std::vector<Probe> probes;
+  std::vector<std::size_t> probe_of(requests.size());
+  std::unordered_map<std::string, std::size_t> index;
+  index.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const CheckRequest& request = requests[i];
+    const Distribution& dist = inventory.distributions.at(request.dist);
+    const RecordEntry& entry = dist.record.at(request.entry);
+    FileCheck& check = report.checks[i];
+    check.dist = request.dist;
+    check.record_path = entry.path;
+    std::string path = resolve_record_path(dist.site_packages, entry.path);
+    bool want_hash = entry.sha256 && (policy == HashPolicy::full || always_hash.count(path) > 0);
+    auto [it, inserted] = index.try_emplace(path, probes.size());
+    if (inserted) {
+      probes.emplace_back();
+      probes.back().path = path;
+    }
+    probes[it->second].want_hash |= want_hash;
+    probe_of[i] = it->second;
+    check.path = path;
+  }
+
+  parallel_for(probes.size(), 256, [&](std::size_t i) { stat_probe(probes[i]); });
+
+  std::vector<std::size_t> to_hash;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    Probe& probe = probes[i];
+    if (!probe.want_hash || probe.state != FileState::ok) continue;
+    if (cache != nullptr) {
+      if (auto digest = cache->lookup(probe.identity)) {
+        probe.digest = digest;
+        ++report.cache_hits;
+        continue;
+      }
+    }
+    to_hash.push_back(i);
+  }
+  // Largest first, so that one big library does not start last on an idle core.
+  std::sort(to_hash.begin(), to_hash.end(), [&](std::size_t a, std::size_t b) {
+    return probes[a].identity.size > probes[b].identity.size;
+  });
+  std::atomic<std::uint64_t> bytes{0};
+  parallel_for(to_hash.size(), 1, [&](std::size_t k) {
+    Probe& probe = probes[to_hash[k]];
+    probe.hashed_at_ns = realtime_ns();
+    std::uint64_t read = 0;
+    auto digest = hash_file(probe.path, &read);
+    bytes += read;
+    probe.hashed = true;
+    if (digest) {
+      probe.digest = *digest;
+    } else {
+      probe.state = FileState::unreadable;
+    }
+  });
+  report.files_hashed = to_hash.size();
+  report.bytes_hashed = bytes;
+  if (cache != nullptr) {
+    for (std::size_t i : to_hash) {
+      const Probe& probe = probes[i];
+      if (probe.digest) cache->remember(probe.identity, *probe.digest, probe.hashed_at_ns);
+    }
+  }
+
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const Probe& probe = probes[probe_of[i]];
+    const RecordEntry& entry = inventory.distributions[requests[i].dist].record[requests[i].entry];
+    FileCheck& check = report.checks[i];
+    check.state = probe.state;
+    if (probe.state == FileState::missing) continue;
+    check.actual_size = probe.identity.size;
+    if (probe.state != FileState::ok) continue;
+    if (entry.size && *entry.size != probe.identity.size) {
+      check.state = FileState::size_mismatch;
+      continue;
+    }
+    bool want_hash =
+        entry.sha256 && (policy == HashPolicy::full || always_hash.count(check.path.string()) > 0);
+    if (want_hash && probe.digest) {
+      check.actual_sha256 = probe.digest;
+      if (*probe.digest != *entry.sha256) check.state = FileState::hash_mismatch;
+    } else if (probe.digest) {
+      check.actual_sha256 = probe.digest;
+    }
+  }
+  return report;
+}
+
+}  // namespace venvfix::dist

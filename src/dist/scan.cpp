@@ -1,0 +1,100 @@
+#include "venvfix/dist/scan.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "venvfix/base/log.hpp"
+
+namespace venvfix::dist {
+
+namespace {
+
+FileIdentity identity_of(const struct stat& st) {
+  FileIdentity id;
+  id.device = st.st_dev;
+  id.inode = st.st_ino;
+  id.size = static_cast<std::uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+  id.mode = st.st_mode;
+  return id;
+}
+
+bool skipped_directory(std::string_view name) {
+  return name == "." || name == ".." || name == ".venvfix" || name == "__pycache__";
+}
+
+// Walks one directory tree depth-first with an explicit stack of open directory descriptors.
+void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFile>& out) {
+  struct Pending {
+    std::string path;
+  };
+  std::vector<Pending> stack{{root}};
+  while (!stack.empty()) {
+    std::string dir_path = std::move(stack.back().path);
+    stack.pop_back();
+    int fd = ::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      spdlog::debug("scan: skipping {}: {}", dir_path, errno_message(errno));
+      continue;
+    }
+    DIR* dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+      ::close(fd);
+      continue;
+    }
+    while (struct dirent* entry = ::readdir(dir)) {
+      std::string_view name = entry->d_name;
+      unsigned char type = entry->d_type;
+      bool candidate = looks_like_shared_object(name);
+      if (type == DT_DIR) {
+        if (!skipped_directory(name)) stack.push_back({dir_path + "/" + std::string(name)});
+        continue;
+      }
+      if (type != DT_UNKNOWN && type != DT_REG && type != DT_LNK) continue;
+      if (type != DT_UNKNOWN && !candidate) continue;
+      struct stat st {};
+      if (::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        if (!skipped_directory(name)) stack.push_back({dir_path + "/" + std::string(name)});
+        continue;
+      }
+      if (!candidate || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) continue;
+      out.push_back(ScannedFile{dir_path + "/" + std::string(name), site_index, identity_of(st)});
+    }
+    ::closedir(dir);
+  }
+}
+
+}  // namespace
+
+bool ScannedFile::is_symlink() const {
+  return S_ISLNK(identity.mode);
+}
+
+bool looks_like_shared_object(std::string_view name) {
+  if (name.ends_with(".so")) return name.size() > 3;
+  // "*.so.<anything>": the loader accepts any version suffix ("libcudnn.so.9", ".so.12.8.93").
+  std::size_t at = name.find(".so.");
+  return at != std::string_view::npos && at + 4 < name.size();
+}
+
+std::vector<ScannedFile> scan_site_packages(const env::Venv& venv) {
+  std::vector<ScannedFile> out;
+  out.reserve(1024);
+  for (std::size_t i = 0; i < venv.site_packages.size(); ++i) {
+    walk(venv.site_packages[i].string(), i, out);
+  }
+  std::sort(out.begin(), out.end(), [](const ScannedFile& a, const ScannedFile& b) {
+    return a.path.native() < b.path.native();
+  });
+  return out;
+}
+
+}  // namespace venvfix::dist

@@ -1,0 +1,289 @@
+#include "venvfix/dist/file_check.hpp"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "env/test_support.hpp"
+#include "venvfix/base/fs.hpp"
+
+namespace venvfix::dist {
+namespace {
+
+using test_support::write_text;
+
+// A venv whose one distribution "pkg" records three files; the test then damages them.
+class DistFileCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-check-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(*dir));
+    root = m_dir->path() / "venv";
+    ASSERT_TRUE(test_support::copy_of_template_venv(root));
+    auto venv = env::open_venv_at(root);
+    ASSERT_TRUE(venv);
+    m_venv = std::move(*venv);
+    site = m_venv.purelib;
+    files = {{"pkg/lib/libone.so.1", std::string(100000, 'a')},
+             {"pkg/lib/libtwo.so.2", std::string(5000, 'b')},
+             {"pkg/__init__.py", "print('hi')\n"},
+             {"../../../bin/pkg-tool", "#!/bin/sh\n"}};
+    std::string record;
+    for (const auto& [path, content] : files) {
+      write_text(site / path, content);
+      record += fmt::format("{},sha256={},{}\n", path, to_base64url_nopad(sha256(content)),
+                            content.size());
+    }
+    record += "pkg-1.0.dist-info/RECORD,,\n";
+    write_text(site / "pkg-1.0.dist-info" / "METADATA", "Name: pkg\nVersion: 1.0\n");
+    write_text(site / "pkg-1.0.dist-info" / "RECORD", record);
+    // Hashes are cached only for files older than the filesystem clock's tick.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+
+  Inventory inventory() {
+    auto inventory = read_inventory(m_venv);
+    EXPECT_TRUE(inventory);
+    return std::move(*inventory);
+  }
+
+  static const FileCheck& find(const FileCheckReport& report, std::string_view record_path) {
+    for (const FileCheck& check : report.checks) {
+      if (check.record_path == record_path) return check;
+    }
+    throw std::runtime_error("no check for " + std::string(record_path));
+  }
+
+  std::optional<TempDir> m_dir;
+  env::Venv m_venv;
+  fs::path root;
+  fs::path site;
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
+TEST_F(DistFileCheck, HealthyFilesAreOk) {
+  Inventory inv = inventory();
+  auto requests = all_entries(inv);
+  ASSERT_EQ(requests.size(), 5u);
+  FileCheckReport report = check_files(inv, requests, HashPolicy::full, {}, nullptr);
+  ASSERT_EQ(report.checks.size(), 5u);
+  for (const FileCheck& check : report.checks) {
+    EXPECT_EQ(check.state, FileState::ok) << check.path << " " << to_string(check.state);
+  }
+  EXPECT_EQ(report.files_hashed, 4u);  // RECORD itself has no hash
+  EXPECT_EQ(report.bytes_hashed, 100000u + 5000u + 12u + 10u);
+  EXPECT_EQ(find(report, "../../../bin/pkg-tool").path, root / "bin" / "pkg-tool");
+  EXPECT_EQ(find(report, "pkg/lib/libone.so.1").actual_size, 100000u);
+  ASSERT_TRUE(find(report, "pkg/lib/libone.so.1").actual_sha256);
+}
+
+TEST_F(DistFileCheck, DamageIsReportedPerState) {
+  fs::remove(site / "pkg/lib/libone.so.1");                          // missing
+  write_text(site / "pkg/lib/libtwo.so.2", std::string(5000, 'c'));  // same size, new bytes
+  write_text(site / "pkg/__init__.py", "longer than before\n");      // size mismatch
+  fs::remove(root / "bin/pkg-tool");
+  fs::create_directories(root / "bin/pkg-tool");  // not a regular file
+  Inventory inv = inventory();
+  auto requests = all_entries(inv);
+
+  FileCheckReport size_only = check_files(inv, requests, HashPolicy::size_only, {}, nullptr);
+  EXPECT_EQ(find(size_only, "pkg/lib/libone.so.1").state, FileState::missing);
+  EXPECT_EQ(find(size_only, "pkg/lib/libone.so.1").actual_size, 0u);
+  EXPECT_EQ(find(size_only, "pkg/lib/libtwo.so.2").state, FileState::ok);  // not hashed
+  EXPECT_EQ(find(size_only, "pkg/__init__.py").state, FileState::size_mismatch);
+  EXPECT_EQ(find(size_only, "pkg/__init__.py").actual_size, 19u);
+  EXPECT_EQ(find(size_only, "../../../bin/pkg-tool").state, FileState::not_regular);
+  EXPECT_EQ(size_only.files_hashed, 0u);
+
+  // The libraries a target loads are always hashed, whatever the policy.
+  std::unordered_set<std::string> always{(site / "pkg/lib/libtwo.so.2").string()};
+  FileCheckReport targeted = check_files(inv, requests, HashPolicy::size_only, always, nullptr);
+  EXPECT_EQ(find(targeted, "pkg/lib/libtwo.so.2").state, FileState::hash_mismatch);
+  EXPECT_EQ(*find(targeted, "pkg/lib/libtwo.so.2").actual_sha256, sha256(std::string(5000, 'c')));
+  EXPECT_EQ(targeted.files_hashed, 1u);
+
+  FileCheckReport full = check_files(inv, requests, HashPolicy::full, {}, nullptr);
+  EXPECT_EQ(find(full, "pkg/lib/libtwo.so.2").state, FileState::hash_mismatch);
+}
+
+TEST_F(DistFileCheck, DanglingSymlinkIsMissingAndSymlinkToGoodFileIsOk) {
+  fs::rename(site / "pkg/lib/libone.so.1", site / "pkg/lib/real");
+  fs::create_symlink("real", site / "pkg/lib/libone.so.1");
+  fs::create_symlink("nowhere", site / "pkg/lib/dangling");
+  fs::remove(site / "pkg/lib/libtwo.so.2");
+  fs::create_symlink("nowhere", site / "pkg/lib/libtwo.so.2");
+  Inventory inv = inventory();
+  FileCheckReport report = check_files(inv, all_entries(inv), HashPolicy::full, {}, nullptr);
+  EXPECT_EQ(find(report, "pkg/lib/libone.so.1").state, FileState::ok);
+  EXPECT_EQ(find(report, "pkg/lib/libtwo.so.2").state, FileState::missing);
+}
+
+TEST_F(DistFileCheck, SharedPathIsReadOnceAndJudgedPerRecord) {
+  // A second distribution lists the same library with other bytes' hash (cu12 vs cu13).
+  write_text(site / "other-2.0.dist-info" / "METADATA", "Name: other\nVersion: 2.0\n");
+  write_text(site / "other-2.0.dist-info" / "RECORD",
+             fmt::format("pkg/lib/libone.so.1,sha256={},100000\n",
+                         to_base64url_nopad(sha256(std::string(100000, 'z')))));
+  Inventory inv = inventory();
+  ASSERT_EQ(inv.owners_of(site / "pkg/lib/libone.so.1").size(), 2u);
+  FileCheckReport report = check_files(inv, all_entries(inv), HashPolicy::full, {}, nullptr);
+  EXPECT_EQ(report.files_hashed, 4u);
+  std::size_t ok = 0;
+  std::size_t clobbered = 0;
+  for (const FileCheck& check : report.checks) {
+    if (check.record_path != "pkg/lib/libone.so.1") continue;
+    if (check.state == FileState::ok) ++ok;
+    if (check.state == FileState::hash_mismatch) {
+      ++clobbered;
+      EXPECT_EQ(inv.distributions[check.dist].name, "other");
+    }
+  }
+  EXPECT_EQ(ok, 1u);
+  EXPECT_EQ(clobbered, 1u);
+}
+
+TEST_F(DistFileCheck, CacheAnswersTheSecondRunWithoutReading) {
+  Inventory inv = inventory();
+  auto requests = all_entries(inv);
+  {
+    HashCache cache = HashCache::load_for(m_venv.state_dir());
+    EXPECT_EQ(cache.size(), 0u);
+    FileCheckReport first = check_files(inv, requests, HashPolicy::full, {}, &cache);
+    EXPECT_EQ(first.files_hashed, 4u);
+    EXPECT_EQ(first.cache_hits, 0u);
+    EXPECT_TRUE(cache.dirty());
+    ASSERT_TRUE(cache.save());
+    ASSERT_TRUE(fs::exists(root / ".venvfix" / "hash-cache-v1"));
+  }
+  auto saved_identity = file_identity(root / ".venvfix" / "hash-cache-v1");
+  ASSERT_TRUE(saved_identity);
+
+  // The second run reads no byte of any file: every hash comes from the cache. (Making a file
+  // unreadable to prove it would change its ctime, hence its identity, and rightly force a
+  // rehash; the counters are the proof instead.)
+  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  EXPECT_EQ(cache.size(), 4u);
+  FileCheckReport second = check_files(inv, requests, HashPolicy::full, {}, &cache);
+  EXPECT_EQ(second.files_hashed, 0u);
+  EXPECT_EQ(second.bytes_hashed, 0u);
+  EXPECT_EQ(second.cache_hits, 4u);
+  EXPECT_EQ(find(second, "pkg/lib/libone.so.1").state, FileState::ok);
+  // Nothing new: save() must not write.
+  EXPECT_FALSE(cache.dirty());
+  ASSERT_TRUE(cache.save());
+  auto after = file_identity(root / ".venvfix" / "hash-cache-v1");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, *saved_identity);
+}
+
+TEST_F(DistFileCheck, ChangedFileWithSameSizeIsRehashed) {
+  Inventory inv = inventory();
+  auto requests = all_entries(inv);
+  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  (void)check_files(inv, requests, HashPolicy::full, {}, &cache);
+  ASSERT_TRUE(cache.save());
+
+  // Same size, new bytes, written in place (same inode): mtime and ctime move.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  write_text(site / "pkg/lib/libtwo.so.2", std::string(5000, 'x'));
+  HashCache reloaded = HashCache::load_for(m_venv.state_dir());
+  FileCheckReport report = check_files(inv, requests, HashPolicy::full, {}, &reloaded);
+  EXPECT_EQ(report.files_hashed, 1u);
+  EXPECT_EQ(report.bytes_hashed, 5000u);
+  EXPECT_EQ(report.cache_hits, 3u);
+  EXPECT_EQ(find(report, "pkg/lib/libtwo.so.2").state, FileState::hash_mismatch);
+  // Just written: too recent to trust its timestamps, so not remembered yet.
+  EXPECT_FALSE(reloaded.dirty());
+}
+
+TEST_F(DistFileCheck, CorruptCacheIsIgnoredAndRebuilt) {
+  Inventory inv = inventory();
+  auto requests = all_entries(inv);
+  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  (void)check_files(inv, requests, HashPolicy::full, {}, &cache);
+  ASSERT_TRUE(cache.save());
+  const fs::path file = root / ".venvfix" / "hash-cache-v1";
+  auto bytes = read_file(file);
+  ASSERT_TRUE(bytes);
+
+  std::vector<std::string> corruptions = {"", "garbage", bytes->substr(0, bytes->size() - 1),
+                                          bytes->substr(0, 30), std::string(bytes->size(), '\0')};
+  std::string flipped = *bytes;
+  flipped[40] = static_cast<char>(flipped[40] ^ 1);
+  corruptions.push_back(flipped);
+  std::string other_version = *bytes;
+  other_version[8] = 2;
+  corruptions.push_back(other_version);
+  std::string huge_count = *bytes;
+  for (int i = 16; i < 24; ++i) huge_count[static_cast<std::size_t>(i)] = '\xff';
+  corruptions.push_back(huge_count);
+  for (const std::string& corrupt : corruptions) {
+    write_text(file, corrupt);
+    HashCache loaded = HashCache::load(file);
+    EXPECT_TRUE(loaded.was_corrupt()) << corrupt.size();
+    EXPECT_EQ(loaded.size(), 0u);
+    FileCheckReport report = check_files(inv, requests, HashPolicy::full, {}, &loaded);
+    EXPECT_EQ(report.files_hashed, 4u);
+    EXPECT_EQ(find(report, "pkg/lib/libone.so.1").state, FileState::ok);
+    ASSERT_TRUE(loaded.save());
+    EXPECT_EQ(HashCache::load(file).size(), 4u);
+  }
+}
+
+TEST_F(DistFileCheck, ReadOnlyVenvSkipsTheSaveSilently) {
+  Inventory inv = inventory();
+  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  (void)check_files(inv, all_entries(inv), HashPolicy::full, {}, &cache);
+  ASSERT_TRUE(cache.dirty());
+  // The venv root is made read-only; root ignores permission bits, so the save then runs in a
+  // child that has given up root (as a user reading a system-wide venv would).
+  ::chmod(m_dir->path().c_str(), 0755);
+  ::chmod(root.c_str(), 0555);
+  int code = -1;
+  if (::geteuid() == 0) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
+      auto status = cache.save();
+      ::_exit(!status ? 11 : fs::exists(root / ".venvfix") ? 12 : 0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  } else {
+    auto status = cache.save();
+    code = !status ? 11 : fs::exists(root / ".venvfix") ? 12 : 0;
+  }
+  ::chmod(root.c_str(), 0755);
+  EXPECT_EQ(code, 0) << "10: cannot drop root, 11: save failed, 12: it wrote";
+  EXPECT_FALSE(fs::exists(root / ".venvfix"));
+}
+
+TEST(DistHashCache, EncodeDecodeRoundTrip) {
+  HashCache cache("/nonexistent/hash-cache-v1");
+  FileIdentity id;
+  id.device = 7;
+  id.inode = 1234567890123ull;
+  id.size = 42;
+  id.mtime_ns = 1'700'000'000'123'456'789;
+  id.ctime_ns = 1'700'000'000'223'456'789;
+  EXPECT_TRUE(cache.remember(id, sha256("abc"), id.ctime_ns + 1'000'000'000));
+  EXPECT_FALSE(cache.remember(FileIdentity{8, 1, 1, id.mtime_ns, id.ctime_ns, 0}, sha256("x"),
+                              id.ctime_ns + 1000));  // racy: changed just before the hash
+  HashCache other("/nonexistent/hash-cache-v1");
+  ASSERT_TRUE(other.decode(cache.encode()));
+  EXPECT_EQ(other.size(), 1u);
+  EXPECT_EQ(other.lookup(id), sha256("abc"));
+  id.ctime_ns += 1;
+  EXPECT_FALSE(other.lookup(id));
+}
+
+}  // namespace
+}  // namespace venvfix::dist
