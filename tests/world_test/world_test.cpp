@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "support/world.hpp"
@@ -51,13 +52,20 @@ std::string file_hash(const fs::path& file) {
 
 class TestWorld : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-world-test-");
-    ASSERT_TRUE(dir);
-    m_tmp.emplace(std::move(*dir));
+  // Copies shared by the read-only tests of this suite (made once; never modified).
+  static void TearDownTestSuite() { s_shared.reset(); }
+  static fs::path shared_scenario(const std::string& name) {
+    if (!s_shared) {
+      auto dir = TempDir::create("venvfix-world-shared-");
+      if (!dir) {
+        throw std::runtime_error("cannot create a temporary directory");
+      }
+      s_shared.emplace(std::move(*dir));
+    }
+    const fs::path venv = s_shared->path() / name;
+    return fs::exists(venv) ? venv : make_scenario(name, s_shared->path());
   }
-  fs::path tmp() const { return m_tmp->path(); }
-  std::optional<TempDir> m_tmp;
+  static inline std::optional<TempDir> s_shared;
 };
 
 TEST_F(TestWorld, ManifestsValidate) {
@@ -67,7 +75,7 @@ TEST_F(TestWorld, ManifestsValidate) {
 }
 
 TEST_F(TestWorld, TorchCarriesRpathAndNvidiaRunpath) {
-  const fs::path site = site_packages(make_scenario("healthy", tmp()));
+  const fs::path site = site_packages(shared_scenario("healthy"));
   const std::string torch_cuda = readelf_dynamic(site / "torch/lib/libtorch_cuda.so");
   EXPECT_NE(torch_cuda.find("(RPATH)"), std::string::npos);
   EXPECT_EQ(torch_cuda.find("(RUNPATH)"), std::string::npos);
@@ -83,7 +91,7 @@ TEST_F(TestWorld, TorchCarriesRpathAndNvidiaRunpath) {
 }
 
 TEST_F(TestWorld, HealthyVenvPassesPipCheck) {
-  const fs::path venv = make_scenario("healthy", tmp());
+  const fs::path venv = shared_scenario("healthy");
   const std::string python = (venv / "bin/python").string();
   const CommandResult check = run_command({python, "-m", "pip", "check"});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
@@ -96,7 +104,7 @@ TEST_F(TestWorld, HealthyVenvPassesPipCheck) {
 }
 
 TEST_F(TestWorld, SeedKeepsGhostCudnnDistribution) {
-  const fs::path venv = make_scenario("seed", tmp());
+  const fs::path venv = shared_scenario("seed");
   const CommandResult list =
       run_command({(venv / "bin/python").string(), "-m", "pip", "list", "--format=freeze"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
@@ -110,7 +118,7 @@ TEST_F(TestWorld, SeedKeepsGhostCudnnDistribution) {
 }
 
 TEST_F(TestWorld, ClobberedCudnnHasTheCu12Bytes) {
-  const fs::path site = site_packages(make_scenario("clobbered", tmp()));
+  const fs::path site = site_packages(shared_scenario("clobbered"));
   const std::string path = "nvidia/cudnn/lib/libcudnn.so.9";
   const std::string actual = file_hash(site / path);
   ASSERT_FALSE(actual.empty());
@@ -125,14 +133,14 @@ TEST_F(TestWorld, HermeticImportFailsOnlyInSeed) {
   }
   const World& world = test_world();
   const std::vector<std::string> import = {"-c", "import torch; print(torch.__version__)"};
-  const fs::path healthy = make_scenario("healthy", tmp());
+  const fs::path healthy = shared_scenario("healthy");
   const CommandResult ok =
       run_command({hermetic_runner().string(), world.hermetic_cache.string(), "--",
                    (healthy / "bin/python").string(), import[0], import[1]});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "2.8.0+cu128\n");
 
-  const fs::path seed = make_scenario("seed", tmp());
+  const fs::path seed = shared_scenario("seed");
   const CommandResult bad =
       run_command({hermetic_runner().string(), world.hermetic_cache.string(), "--",
                    (seed / "bin/python").string(), import[0], import[1]});
@@ -146,7 +154,7 @@ TEST_F(TestWorld, HostViewImportsSeedWithTheSystemCudnn) {
   if (cache.out.find("libcudnn.so.9 ") == std::string::npos) {
     GTEST_SKIP() << "this host's ld.so.cache has no libcudnn.so.9";
   }
-  const fs::path seed = make_scenario("seed", tmp());
+  const fs::path seed = shared_scenario("seed");
   const CommandResult r = run_command({(seed / "bin/python").string(), "-c",
                                        "import torch, re; m = open('/proc/self/maps').read(); "
                                        "print(re.search(r'\\S*libcudnn.so.9', m).group(0))"});
