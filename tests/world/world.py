@@ -201,7 +201,7 @@ class Builder:
         for i in range(8):
             name = f"bigdist{i}"
             stage = self.work / name
-            files = self.big_payload(name, stage, name, py_files=3000, elf_files=35)
+            files = self.big_payload(name, stage, name, py_files=3000, elf_files=40)
             Wheel(name=name, version="1.0", purelib=False, tags=[f"{python_tag()}-{python_tag()}-manylinux_2_28_x86_64"],
                   files=files, modes={p: 0o755 for p in files if p.endswith(".so")}).write(self.files)
 
