@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -59,17 +61,22 @@ std::optional<std::size_t> dynamic_entry(const std::vector<std::byte>& b, std::i
 
 class ElfFile : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // The objects every test reads are built once for the suite.
+  static void SetUpTestSuite() {
     auto dir = TempDir::create("venvfix-elf-file-");
     ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(*dir));
+    s_dir = new TempDir(std::move(*dir));
     build_shared_object(path("dep/libdep.so.2"), SharedObject("libdep.so.2"));
     build_shared_object(path("libsample.so.1"),
                         SharedObject("libsample.so.1")
                             .needs(path("dep/libdep.so.2"))
                             .with_rpath({"$ORIGIN/../../nvidia/cudnn/lib", "", "/opt/x"}));
   }
-  fs::path path(const std::string& relative) const { return m_dir->path() / relative; }
+  static void TearDownTestSuite() {
+    delete s_dir;
+    s_dir = nullptr;
+  }
+  static fs::path path(const std::string& relative) { return s_dir->path() / relative; }
   // Writes a modified copy of libsample.so.1 and reads it.
   Result<std::optional<ElfInfo>> read_modified(
       const std::function<void(std::vector<std::byte>&)>& modify) {
@@ -79,8 +86,10 @@ class ElfFile : public ::testing::Test {
     write_bytes(out, bytes);
     return read_elf(out);
   }
-  std::optional<TempDir> m_dir;
+  static TempDir* s_dir;
 };
+
+TempDir* ElfFile::s_dir = nullptr;
 
 TEST_F(ElfFile, ReadsTheDynamicFactsOfARealObject) {
   auto info = read_elf(path("libsample.so.1"));
@@ -239,6 +248,41 @@ TEST_F(ElfFile, RandomMutationsNeverCrash) {
       EXPECT_NE(info.error().message.find("mutated.so"), std::string::npos);
     }
   }
+}
+
+}  // namespace
+}  // namespace venvfix::elf
+
+namespace venvfix::elf {
+namespace {
+
+// Every shared object of the host's library directory (up to 400) reads without error, the
+// way doctor reads a torch-sized venv. Prints the time taken (not asserted: not a timed test).
+TEST(ElfFileCorpus, ReadsTheHostsLibrariesWithoutErrors) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"}) {
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.find(".so") != std::string::npos && it->is_regular_file(ec)) {
+        files.push_back(it->path());
+      }
+      if (files.size() >= 400) break;
+    }
+  }
+  if (files.empty()) GTEST_SKIP() << "no host libraries";
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t elf_count = 0;
+  for (const fs::path& file : files) {
+    auto info = read_elf(file);
+    ASSERT_TRUE(info) << info.error().message;
+    if (info->has_value()) ++elf_count;
+  }
+  const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start);
+  std::printf("read %zu files (%zu ELF) in %.1f ms\n", files.size(), elf_count,
+              elapsed.count() * 1000);
+  EXPECT_GT(elf_count, 0u);
 }
 
 }  // namespace

@@ -27,18 +27,19 @@ class ElfLdCache : public ::testing::Test {
     m_dir.emplace(std::move(*dir));
   }
   fs::path path(const std::string& relative) const { return m_dir->path() / relative; }
-  // Builds a cache of `dirs` with ldconfig in `format` ("new", "compat", "old").
-  fs::path build_cache(const std::vector<fs::path>& dirs, const std::string& format) {
-    const fs::path conf = path("ld.so.conf");
-    const fs::path cache = path("ld.so.cache." + format);
-    std::FILE* f = std::fopen(conf.c_str(), "w");
+  // Builds a cache of `dirs` (absolute inside the test directory, which ldconfig takes as its
+  // root with -r: it then scans nothing of the host) with ldconfig in `format` ("new",
+  // "compat", "old"). Paths in the cache are relative to that root, e.g. "/d/libx.so.1".
+  fs::path build_cache(const std::vector<std::string>& dirs, const std::string& format) {
+    std::FILE* f = std::fopen(path("ld.so.conf").c_str(), "w");
     EXPECT_NE(f, nullptr);
-    for (const fs::path& dir : dirs) std::fprintf(f, "%s\n", dir.c_str());
+    for (const std::string& dir : dirs) std::fprintf(f, "%s\n", dir.c_str());
     std::fclose(f);
-    auto result = run_command("ldconfig -X -c " + format + " -C " + quote(cache.string()) + " -f " +
-                              quote(conf.string()));
+    const std::string cache = "/ld.so.cache." + format;
+    auto result = run_command("ldconfig -X -r " + quote(m_dir->path().string()) + " -c " + format +
+                              " -C " + cache + " -f /ld.so.conf");
     EXPECT_EQ(result.status, 0) << result.output;
-    return cache;
+    return path(cache.substr(1));
   }
   std::optional<TempDir> m_dir;
 };
@@ -83,17 +84,14 @@ TEST_F(ElfLdCache, ReadsEveryFormatLdconfigWrites) {
   build_shared_object(path("d/libvfb.so.12"), SharedObject("libvfb.so.12"));
   build_shared_object(path("d32/libvfa.so.1"), SharedObject("libvfa.so.1").flags("-m32 -nostdlib"));
   for (const std::string format : {"new", "compat", "old"}) {
-    const fs::path file = build_cache({path("d"), path("d32")}, format);
+    const fs::path file = build_cache({"/d", "/d32"}, format);
     auto cache = LdCache::load(file);
     ASSERT_TRUE(cache) << format << ": " << cache.error().message;
-    EXPECT_EQ(cache->find("libvfa.so.1", ElfClass::elf64, k_machine_x86_64),
-              path("d/libvfa.so.1").string())
+    EXPECT_EQ(cache->find("libvfa.so.1", ElfClass::elf64, k_machine_x86_64), "/d/libvfa.so.1")
         << format;
-    EXPECT_EQ(cache->find("libvfb.so.12", ElfClass::elf64, k_machine_x86_64),
-              path("d/libvfb.so.12").string())
+    EXPECT_EQ(cache->find("libvfb.so.12", ElfClass::elf64, k_machine_x86_64), "/d/libvfb.so.12")
         << format;
-    EXPECT_EQ(cache->find("libvfa.so.1", ElfClass::elf32, k_machine_386),
-              path("d32/libvfa.so.1").string())
+    EXPECT_EQ(cache->find("libvfa.so.1", ElfClass::elf32, k_machine_386), "/d32/libvfa.so.1")
         << format;
     EXPECT_FALSE(cache->find("libvfb.so.1", ElfClass::elf64, k_machine_x86_64)) << format;
     EXPECT_FALSE(cache->find("libvfb.so.12", ElfClass::elf32, k_machine_386)) << format;
@@ -103,13 +101,12 @@ TEST_F(ElfLdCache, ReadsEveryFormatLdconfigWrites) {
 TEST_F(ElfLdCache, GlibcHwcapsEntriesWinWhenSupported) {
   build_shared_object(path("h/libvfh.so.1"), SharedObject("libvfh.so.1"));
   build_shared_object(path("h/glibc-hwcaps/x86-64-v2/libvfh.so.1"), SharedObject("libvfh.so.1"));
-  auto cache = LdCache::load(build_cache({path("h")}, "new"));
+  auto cache = LdCache::load(build_cache({"/h"}, "new"));
   ASSERT_TRUE(cache) << cache.error().message;
   const std::vector<std::string> v2 = {"x86-64-v3", "x86-64-v2"};
   EXPECT_EQ(cache->find("libvfh.so.1", ElfClass::elf64, k_machine_x86_64, v2),
-            path("h/glibc-hwcaps/x86-64-v2/libvfh.so.1").string());
-  EXPECT_EQ(cache->find("libvfh.so.1", ElfClass::elf64, k_machine_x86_64),
-            path("h/libvfh.so.1").string());
+            "/h/glibc-hwcaps/x86-64-v2/libvfh.so.1");
+  EXPECT_EQ(cache->find("libvfh.so.1", ElfClass::elf64, k_machine_x86_64), "/h/libvfh.so.1");
   bool saw_hwcaps = false;
   for (const auto& entry : cache->entries()) {
     if (entry.is_hwcaps_entry) {
@@ -142,7 +139,7 @@ TEST_F(ElfLdCache, MalformedCachesAreErrorsNamingTheFile) {
   }
   // A real cache whose entry count is absurd, or whose string offsets point outside it.
   build_shared_object(path("d/libvfa.so.1"), SharedObject("libvfa.so.1"));
-  auto text = read_file(build_cache({path("d")}, "new"));
+  auto text = read_file(build_cache({"/d"}, "new"));
   ASSERT_TRUE(text);
   std::string huge = *text;
   const std::uint32_t count = 0xfffffff0;
@@ -159,7 +156,7 @@ TEST_F(ElfLdCache, MalformedCachesAreErrorsNamingTheFile) {
 TEST_F(ElfLdCache, RandomMutationsNeverCrash) {
   build_shared_object(path("d/libvfa.so.1"), SharedObject("libvfa.so.1"));
   build_shared_object(path("h/glibc-hwcaps/x86-64-v3/libvfa.so.1"), SharedObject("libvfa.so.1"));
-  auto text = read_file(build_cache({path("d"), path("h")}, "compat"));
+  auto text = read_file(build_cache({"/d", "/h"}, "compat"));
   ASSERT_TRUE(text);
   std::mt19937 random(7);
   const std::vector<std::string> hwcaps = {"x86-64-v3", "x86-64-v2"};
