@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <variant>
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
@@ -46,25 +47,54 @@ Error corrupt(std::string_view name, std::string_view what) {
   return make_error(ExitCode::error, "{}: corrupt ELF file: {}", name, what);
 }
 
-// A bounds-checked view of the dynamic string table.
-class StringTable {
- public:
-  StringTable() = default;
-  StringTable(const char* data, std::size_t size) : m_data(data), m_size(size) {}
+// The NUL-terminated string at the start of a chunk, or nullopt when it runs past the chunk.
+std::optional<std::string_view> string_in(const char* data, std::size_t size) {
+  if (data == nullptr || size == 0) return std::nullopt;
+  const void* nul = std::memchr(data, '\0', size);
+  if (nul == nullptr) return std::nullopt;
+  return std::string_view(data, static_cast<std::size_t>(static_cast<const char*>(nul) - data));
+}
 
-  // The NUL-terminated string at `index`, or nullopt when the index or the string runs past
-  // the table.
-  std::optional<std::string_view> at(std::uint64_t index) const {
-    if (m_data == nullptr || index >= m_size) return std::nullopt;
-    const char* start = m_data + index;
-    const void* nul = std::memchr(start, '\0', m_size - static_cast<std::size_t>(index));
-    if (nul == nullptr) return std::nullopt;
-    return std::string_view(start, static_cast<std::size_t>(static_cast<const char*>(nul) - start));
+// Reads strings of the dynamic string table on demand, in small windows: the table of a large
+// library (libLLVM, libtorch_cuda) holds megabytes of symbol names, of which the reader needs
+// a few dozen bytes. libelf bounds every window by the file size.
+class StringReader {
+ public:
+  StringReader(Elf* e, std::uint64_t offset, std::uint64_t size)
+      : m_elf(e), m_offset(offset), m_size(size) {}
+
+  enum class Failure { outside_table, outside_file, unterminated };
+
+  // The string at `index`, or why there is none.
+  std::variant<std::string, Failure> at(std::uint64_t index) const {
+    if (index >= m_size) return Failure::outside_table;
+    std::string text;
+    std::uint64_t position = index;
+    std::uint64_t window = 256;
+    while (position < m_size) {
+      const std::uint64_t length = std::min(window, m_size - position);
+      if (m_offset > static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max()) - position) {
+        return Failure::outside_file;
+      }
+      Elf_Data* data = elf_getdata_rawchunk(m_elf, static_cast<int64_t>(m_offset + position),
+                                            length, ELF_T_BYTE);
+      if (data == nullptr || data->d_buf == nullptr) return Failure::outside_file;
+      const auto* bytes = static_cast<const char*>(data->d_buf);
+      if (auto found = string_in(bytes, data->d_size)) {
+        text.append(*found);
+        return text;
+      }
+      text.append(bytes, data->d_size);
+      position += length;
+      window = std::min<std::uint64_t>(window * 4, 1u << 20);
+    }
+    return Failure::unterminated;
   }
 
  private:
-  const char* m_data = nullptr;
-  std::size_t m_size = 0;
+  Elf* m_elf;
+  std::uint64_t m_offset;
+  std::uint64_t m_size;
 };
 
 std::vector<std::string> split_path_list(std::string_view text) {
@@ -163,8 +193,7 @@ Result<ElfInfo> parse_handle(Elf* e, std::string_view name) {
     if (data == nullptr || data->d_buf == nullptr) {
       return corrupt(name, "PT_INTERP lies outside the file");
     }
-    StringTable table(static_cast<const char*>(data->d_buf), data->d_size);
-    auto text = table.at(0);
+    auto text = string_in(static_cast<const char*>(data->d_buf), data->d_size);
     if (!text) return corrupt(name, "PT_INTERP is not NUL-terminated");
     info.interpreter = std::string(*text);
   }
@@ -239,21 +268,23 @@ Result<ElfInfo> parse_handle(Elf* e, std::string_view name) {
   }
   std::uint64_t table_size = range->second;
   if (values.strsz) table_size = std::min(table_size, *values.strsz);
-  Elf_Data* str_data =
-      elf_getdata_rawchunk(e, static_cast<int64_t>(range->first), table_size, ELF_T_BYTE);
-  if (str_data == nullptr || (table_size > 0 && str_data->d_buf == nullptr)) {
-    return corrupt(name, fmt::format("the dynamic string table (offset {}, {} bytes) lies outside "
-                                     "the file",
-                                     range->first, table_size));
-  }
-  StringTable strings(static_cast<const char*>(str_data->d_buf), str_data->d_size);
+  const StringReader strings(e, range->first, table_size);
   auto string_at = [&](std::uint64_t index, std::string_view tag) -> Result<std::string> {
     auto text = strings.at(index);
-    if (!text) {
-      return corrupt(name, fmt::format("{} string index {} is outside the string table ({} bytes)",
-                                       tag, index, str_data->d_size));
+    if (auto* value = std::get_if<std::string>(&text)) return std::move(*value);
+    switch (std::get<StringReader::Failure>(text)) {
+      case StringReader::Failure::outside_table:
+        return corrupt(name, fmt::format("{} string index {} is outside the string table ({} "
+                                         "bytes)",
+                                         tag, index, table_size));
+      case StringReader::Failure::outside_file:
+        return corrupt(name, fmt::format("the dynamic string table (offset {}, {} bytes) lies "
+                                         "outside the file",
+                                         range->first, table_size));
+      case StringReader::Failure::unterminated:
+        break;
     }
-    return std::string(*text);
+    return corrupt(name, fmt::format("{} string at index {} is not NUL-terminated", tag, index));
   };
 
   for (std::uint64_t index : values.needed) {
@@ -308,7 +339,7 @@ Result<std::optional<ElfInfo>> read_elf(const fs::path& path) {
   if (got != static_cast<ssize_t>(head.size()) || head != k_magic) {
     return std::optional<ElfInfo>{};
   }
-  ElfHandle handle(elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr));
+  ElfHandle handle(elf_begin(fd.get(), ELF_C_READ, nullptr));
   if (!handle) {
     return corrupt(name, fmt::format("libelf cannot open it ({})", libelf_message()));
   }

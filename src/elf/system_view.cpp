@@ -87,31 +87,14 @@ std::vector<fs::path> split_ld_library_path(std::string_view value) {
   return dirs;
 }
 
-SystemView SystemView::isolated() {
-  SystemView view;
-  view.platform = host_platform();
-  view.interpreter = host_interpreter();
-  if (auto text = detail::run_loader_help(view.interpreter)) {
-    detail::LoaderHelp help = detail::parse_loader_help(*text);
-    std::vector<fs::path> dirs(help.system_dirs.begin(), help.system_dirs.end());
-    view.lib = lib_for(dirs);
-    for (const std::string& name : help.glibc_hwcaps) {
-      view.hwcap_subdirs.push_back("glibc-hwcaps/" + name);
-    }
-    view.glibc_hwcaps = help.glibc_hwcaps;
-    for (std::string& sub : detail::legacy_subdirs(help)) view.hwcap_subdirs.push_back(sub);
-  } else {
-    view.lib = lib_for(fallback_default_dirs());
-  }
-  return view;
-}
+namespace {
 
-Result<SystemView> SystemView::host(UseLdLibraryPath use_ld_library_path) {
+// Everything but the cache and LD_LIBRARY_PATH: what the loader reports about itself.
+SystemView loader_view() {
   SystemView view;
   view.platform = host_platform();
   view.interpreter = host_interpreter();
-  std::optional<std::string> text = detail::run_loader_help(view.interpreter);
-  if (text) {
+  if (std::optional<std::string> text = detail::run_loader_help(view.interpreter)) {
     detail::LoaderHelp help = detail::parse_loader_help(*text);
     view.default_dirs.assign(help.system_dirs.begin(), help.system_dirs.end());
     for (const std::string& name : help.glibc_hwcaps) {
@@ -119,10 +102,25 @@ Result<SystemView> SystemView::host(UseLdLibraryPath use_ld_library_path) {
     }
     view.glibc_hwcaps = help.glibc_hwcaps;
     for (std::string& sub : detail::legacy_subdirs(help)) view.hwcap_subdirs.push_back(sub);
+  } else {
+    spdlog::debug("{} --help gave nothing; using built-in default directories",
+                  view.interpreter.string());
   }
   if (view.default_dirs.empty()) view.default_dirs = fallback_default_dirs();
   view.lib = lib_for(view.default_dirs);
+  return view;
+}
 
+}  // namespace
+
+SystemView SystemView::isolated() {
+  SystemView view = loader_view();
+  view.default_dirs.clear();
+  return view;
+}
+
+Result<SystemView> SystemView::host(UseLdLibraryPath use_ld_library_path) {
+  SystemView view = loader_view();
   auto cache = LdCache::load("/etc/ld.so.cache");
   if (cache) {
     view.cache = std::move(*cache);

@@ -178,7 +178,8 @@ def check_torch(c: Checker, doc: dict, nvidia: dict[str, dict]) -> None:
     for i, b in enumerate(doc.get("builds", [])):
         w = f"{f} builds[{i}] ({b.get('version', '?') if isinstance(b, dict) else '?'})"
         c.keys(w, b, {"version": str, "cuda": str, "source": str, "requires_dist": list, "libraries": list},
-               {"provides_extra": list})
+               {"provides_extra": list, "preload_exclude": list, "preload_on_success": (str, list),
+                "preload_source": str})
         if not isinstance(b, dict):
             continue
         c.source(w, b.get("source"))

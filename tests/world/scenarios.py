@@ -1,0 +1,169 @@
+"""Scenario venvs, made with `python3 -m venv` and filled by pip itself from the world's index.
+
+Each scenario is built once as a template under WORLD/scenarios/NAME (under a lock) and copied
+with `cp -a` for each caller, so tests may mutate their copy. Copies keep working because
+everything in a venv is relative except the console-script shebangs: call
+`<venv>/bin/python -m pip`, never `<venv>/bin/pip`, on a copy.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import index_server
+
+READY = ".venvfix-world-scenario"
+HEALTHY_TORCH = "torch==2.8.0+cu128"
+
+
+def pip_env() -> dict[str, str]:
+    """An environment in which pip can reach nothing but the index it is given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON", "VIRTUAL_ENV", "UV_"))}
+    env.update({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_CONFIG_FILE": "/dev/null",
+                "PIP_NO_CACHE_DIR": "1", "PYTHONNOUSERSITE": "1", "PIP_ROOT_USER_ACTION": "ignore",
+                "no_proxy": "127.0.0.1", "NO_PROXY": "127.0.0.1"})
+    for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        env.pop(k, None)
+    return env
+
+
+def run(cmd: list[str]) -> None:
+    r = subprocess.run(cmd, env=pip_env(), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"scenario step failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+
+
+class Maker:
+    def __init__(self, world: Path) -> None:
+        self.world = world
+        self.templates = world / "scenarios"
+        self.server = None
+        self.url = ""
+
+    def index_url(self) -> str:
+        if self.server is None:
+            self.server, port = index_server.start_in_thread(self.world / "index")
+            self.url = f"http://127.0.0.1:{port}/simple"
+        return self.url
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    # --- helpers -------------------------------------------------------------------------
+    def venv(self, path: Path, with_pip: bool = True) -> None:
+        cmd = [sys.executable, "-m", "venv"] + ([] if with_pip else ["--without-pip"]) + [str(path)]
+        run(cmd)
+
+    def pip(self, venv: Path, *args: str) -> None:
+        run([str(venv / "bin" / "python"), "-m", "pip", *args])
+
+    def install(self, venv: Path, *args: str) -> None:
+        self.pip(venv, "install", "--index-url", self.index_url(), *args)
+
+    def site(self, venv: Path, lib: str = "lib") -> Path:
+        return venv / lib / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+
+    def template(self, name: str) -> Path:
+        """The ready template of scenario NAME, building it (and what it derives from) if needed."""
+        t = self.templates / name
+        if (t / READY).is_file():
+            return t
+        tmp = self.templates / f".{name}.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        getattr(self, "make_" + name.replace("-", "_"))(tmp)
+        (tmp / READY).write_text(name + "\n")
+        if t.exists():
+            shutil.rmtree(t)
+        tmp.rename(t)
+        return t
+
+    def derive(self, base: str, dest: Path) -> None:
+        subprocess.run(["cp", "-a", str(self.template(base)), str(dest)], check=True)
+        (dest / READY).unlink()
+
+    # --- the scenarios -----------------------------------------------------------------------
+    def make_healthy(self, d: Path) -> None:
+        self.venv(d)
+        self.install(d, HEALTHY_TORCH)
+
+    def make_seed(self, d: Path) -> None:
+        # pip overwrites cu12's nvidia/cudnn/lib/*.so.9 with cu13's, then deletes every path in
+        # cu13's RECORD: the cu12 dist-info stays, its libraries are gone.
+        self.derive("healthy", d)
+        self.install(d, "nvidia-cudnn-cu13")
+        self.pip(d, "uninstall", "-y", "nvidia-cudnn-cu13")
+
+    def make_torch211_cu130(self, d: Path) -> None:
+        self.venv(d)
+        self.install(d, "torch==2.11.0+cu130")
+
+    def make_clobbered(self, d: Path) -> None:
+        self.derive("torch211-cu130", d)
+        self.install(d, "--force-reinstall", "--no-deps", "nvidia-cudnn-cu12==9.10.2.21")
+
+    def make_cuda_mix(self, d: Path) -> None:
+        self.derive("healthy", d)
+        self.install(d, "nvidia-cublas==13.1.0.3", "nvidia-cuda-runtime==13.0.96", "nvidia-nccl-cu13==2.28.9")
+
+    def make_killed_install(self, d: Path) -> None:
+        # pip cannot be made to leave this state deterministically (see docs/test-world.md):
+        # the file is deleted by hand, as a killed install/uninstall leaves it.
+        self.derive("healthy", d)
+        (self.site(d) / "nvidia/cublas/lib/libcublasLt.so.12").unlink()
+
+    def make_no_pip(self, d: Path) -> None:
+        # As uv makes them: no pip inside. The outer pip installs with --python (pip >= 22.3).
+        self.venv(d, with_pip=False)
+        run([sys.executable, "-m", "pip", "--python", str(d / "bin" / "python"), "install",
+             "--index-url", self.index_url(), HEALTHY_TORCH])
+
+    def make_split_lib64(self, d: Path) -> None:
+        # RHEL/Alma/Fedora pythons put platlib (torch, Root-Is-Purelib: false) in lib64 and
+        # purelib (the NVIDIA wheels) in lib. We reproduce it with pip: torch alone with
+        # --target into a real lib64/.../site-packages (put on sys.path by a .pth, as those
+        # pythons' site.py does), then its dependencies into lib/.../site-packages.
+        self.venv(d)
+        lib64 = d / "lib64"
+        if lib64.is_symlink() or lib64.is_file():
+            lib64.unlink()
+        plat = self.site(d, "lib64")
+        plat.mkdir(parents=True, exist_ok=True)
+        rel = os.path.relpath(plat, self.site(d))
+        (self.site(d) / "_venvfix_world_lib64.pth").write_text(rel + "\n")
+        self.install(d, "--no-deps", "--target", str(plat), HEALTHY_TORCH)
+        self.install(d, HEALTHY_TORCH)
+
+    def make_all_nvidia_removed(self, d: Path) -> None:
+        self.derive("healthy", d)
+        names = sorted(p.name.split("-")[0].replace("_", "-") for p in self.site(d).glob("nvidia_*.dist-info"))
+        self.pip(d, "uninstall", "-y", *names)
+
+    def make_big(self, d: Path) -> None:
+        self.derive("healthy", d)
+        # --no-compile keeps the file count near a real torch venv's (~30,000, no .pyc twins).
+        self.install(d, "--no-deps", "--no-compile", "--force-reinstall", HEALTHY_TORCH)
+        self.install(d, "--no-deps", "--no-compile", *[f"bigdist{i}==1.0" for i in range(8)])
+
+
+def make(name: str, world: Path, out: Path) -> None:
+    from world import locked
+    m = Maker(world)
+    try:
+        with locked(world / ".scenarios.lock"):
+            t = m.template(name)
+    finally:
+        m.close()
+    if out.exists() and any(out.iterdir()):
+        raise SystemExit(f"world.py: {out} exists and is not empty")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        out.rmdir()
+    subprocess.run(["cp", "-a", str(t), str(out)], check=True)
+    (out / READY).unlink()
