@@ -48,6 +48,8 @@ std::int64_t realtime_ns() {
 // What the stat pass learned about one distinct path.
 struct Probe {
   std::string path;
+  int dir_fd = AT_FDCWD;     // the site-packages directory, when `path` lies under it
+  std::size_t relative = 0;  // offset in `path` of the part relative to dir_fd
   bool want_hash = false;
   FileState state = FileState::ok;
   FileIdentity identity;
@@ -58,7 +60,9 @@ struct Probe {
 
 void stat_probe(Probe& probe) {
   struct stat st {};
-  if (::stat(probe.path.c_str(), &st) != 0) {
+  // Relative to the open site-packages directory: the kernel walks 2-3 components instead of
+  // the whole absolute path, which is most of the cost of 30,000 stats.
+  if (::fstatat(probe.dir_fd, probe.path.c_str() + probe.relative, &st, 0) != 0) {
     probe.state =
         (errno == ENOENT || errno == ENOTDIR) ? FileState::missing : FileState::unreadable;
     return;
@@ -129,28 +133,42 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
                             HashCache* cache) {
   FileCheckReport report;
   report.checks.resize(requests.size());
-  // One probe per distinct path: shared paths are stat'ed and read once.
+  // Each site-packages directory, opened once for the relative stats.
+  std::unordered_map<std::string, Fd> site_fds;
+  // One probe per distinct path: shared paths are stat'ed and read once. `probes` never
+  // reallocates, so `index` can key on views of its strings.
   std::vector<Probe> probes;
+  probes.reserve(requests.size());
   std::vector<std::size_t> probe_of(requests.size());
-  std::unordered_map<std::string, std::size_t> index;
+  std::unordered_map<std::string_view, std::size_t> index;
   index.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const CheckRequest& request = requests[i];
     const Distribution& dist = inventory.distributions.at(request.dist);
     const RecordEntry& entry = dist.record.at(request.entry);
-    FileCheck& check = report.checks[i];
-    check.dist = request.dist;
-    check.record_path = entry.path;
     std::string path = resolve_record_path(dist.site_packages, entry.path);
-    bool want_hash = entry.sha256 && (policy == HashPolicy::full || always_hash.count(path) > 0);
-    auto [it, inserted] = index.try_emplace(path, probes.size());
-    if (inserted) {
-      probes.emplace_back();
-      probes.back().path = path;
+    auto found = index.find(path);
+    if (found == index.end()) {
+      Probe& probe = probes.emplace_back();
+      probe.path = std::move(path);
+      const std::string& site = dist.site_packages.native();
+      if (probe.path.size() > site.size() + 1 && probe.path.starts_with(site) &&
+          probe.path[site.size()] == '/') {
+        auto [fd, inserted] = site_fds.try_emplace(site);
+        if (inserted) {
+          fd->second = Fd(::open(site.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        }
+        if (fd->second.valid()) {
+          probe.dir_fd = fd->second.get();
+          probe.relative = site.size() + 1;
+        }
+      }
+      found = index.emplace(probe.path, probes.size() - 1).first;
     }
-    probes[it->second].want_hash |= want_hash;
-    probe_of[i] = it->second;
-    check.path = path;
+    Probe& probe = probes[found->second];
+    probe.want_hash |= entry.sha256 && (policy == HashPolicy::full ||
+                                        (!always_hash.empty() && always_hash.count(probe.path)));
+    probe_of[i] = found->second;
   }
 
   parallel_for(probes.size(), 256, [&](std::size_t i) { stat_probe(probes[i]); });
@@ -195,27 +213,29 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
     }
   }
 
-  for (std::size_t i = 0; i < requests.size(); ++i) {
+  // Building each FileCheck (its fs::path above all) costs as much as the stat: in parallel too.
+  parallel_for(requests.size(), 1024, [&](std::size_t i) {
     const Probe& probe = probes[probe_of[i]];
     const RecordEntry& entry = inventory.distributions[requests[i].dist].record[requests[i].entry];
     FileCheck& check = report.checks[i];
+    check.dist = requests[i].dist;
+    check.record_path = entry.path;
+    check.path = probe.path;
     check.state = probe.state;
-    if (probe.state == FileState::missing) continue;
+    if (probe.state == FileState::missing) return;
     check.actual_size = probe.identity.size;
-    if (probe.state != FileState::ok) continue;
+    if (probe.digest) check.actual_sha256 = probe.digest;
+    if (probe.state != FileState::ok) return;
     if (entry.size && *entry.size != probe.identity.size) {
       check.state = FileState::size_mismatch;
-      continue;
+      return;
     }
-    bool want_hash =
-        entry.sha256 && (policy == HashPolicy::full || always_hash.count(check.path.string()) > 0);
-    if (want_hash && probe.digest) {
-      check.actual_sha256 = probe.digest;
-      if (*probe.digest != *entry.sha256) check.state = FileState::hash_mismatch;
-    } else if (probe.digest) {
-      check.actual_sha256 = probe.digest;
+    bool want_hash = entry.sha256 && (policy == HashPolicy::full ||
+                                      (!always_hash.empty() && always_hash.count(probe.path)));
+    if (want_hash && probe.digest && *probe.digest != *entry.sha256) {
+      check.state = FileState::hash_mismatch;
     }
-  }
+  });
   return report;
 }
 

@@ -150,9 +150,35 @@ Result<std::vector<Found>> discover(const env::Venv& venv) {
 
 }  // namespace
 
+namespace {
+// True when joining needs no normalisation: relative, no "", "." or ".." segment.
+bool is_plain_relative(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.back() == '/') return false;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t end = path.find('/', start);
+    std::string_view segment =
+        path.substr(start, end == std::string_view::npos ? end : end - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    if (end == std::string_view::npos) return true;
+    start = end + 1;
+  }
+}
+}  // namespace
+
 std::string resolve_record_path(const fs::path& site_packages, std::string_view record_path) {
+  const std::string& site = site_packages.native();
+  if (is_plain_relative(record_path) && is_plain_relative(std::string_view(site).substr(1)) &&
+      site.front() == '/') {
+    std::string out;
+    out.reserve(site.size() + 1 + record_path.size());
+    out += site;
+    out += '/';
+    out += record_path;
+    return out;
+  }
   std::vector<std::string_view> stack;
-  std::string base = record_path.starts_with('/') ? std::string() : site_packages.string();
+  std::string_view base = record_path.starts_with('/') ? std::string_view() : site;
   auto push_segments = [&stack](std::string_view text) {
     for (std::string_view segment : split(text, '/')) {
       if (segment.empty() || segment == ".") continue;
@@ -171,7 +197,7 @@ std::string resolve_record_path(const fs::path& site_packages, std::string_view 
     out += '/';
     out += segment;
   }
-  if (out.empty()) out = "/";
+  if (out.empty()) out.push_back('/');
   return out;
 }
 

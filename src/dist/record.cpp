@@ -1,5 +1,6 @@
 #include "venvfix/dist/record.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "dist/utf8.hpp"
@@ -34,33 +35,33 @@ class RowReader {
  public:
   RowReader(std::string_view source, RecordParse& out) : m_source(source), m_out(out) {}
 
-  void read(const CsvRow& row) {
-    std::string_view path = row.fields[0];
-    if (path.empty()) return problem(row.line, "has an empty path; row ignored");
+  void read(std::size_t line, const std::vector<std::string>& fields, bool unterminated_quote) {
+    std::string_view path = fields[0];
+    if (path.empty()) return problem(line, "has an empty path; row ignored");
     if (path.find('\0') != std::string_view::npos) {
-      return problem(row.line, "has a NUL byte in its path; row ignored");
+      return problem(line, "has a NUL byte in its path; row ignored");
     }
     if (path.size() > k_max_path_bytes) {
-      return problem(row.line, fmt::format("has a path of {} bytes (more than {}); row ignored",
-                                           path.size(), k_max_path_bytes));
+      return problem(line, fmt::format("has a path of {} bytes (more than {}); row ignored",
+                                       path.size(), k_max_path_bytes));
     }
     if (!is_valid_utf8(path)) {
-      return problem(row.line, fmt::format("has a path that is not UTF-8 ({}); row ignored",
-                                           printable_excerpt(path)));
+      return problem(line, fmt::format("has a path that is not UTF-8 ({}); row ignored",
+                                       printable_excerpt(path)));
     }
     RecordEntry entry;
     entry.path = std::string(path);
-    entry.line = row.line;
-    if (row.unterminated_quote) problem(row.line, "ends inside a quoted field");
-    if (row.fields.size() != 3) {
-      problem(row.line, fmt::format("has {} fields instead of 3 (path,hash,size); kept the path "
-                                    "{} without hash and size",
-                                    row.fields.size(), printable_excerpt(path)));
+    entry.line = line;
+    if (unterminated_quote) problem(line, "ends inside a quoted field");
+    if (fields.size() != 3) {
+      problem(line, fmt::format("has {} fields instead of 3 (path,hash,size); kept the path "
+                                "{} without hash and size",
+                                fields.size(), printable_excerpt(path)));
       m_out.entries.push_back(std::move(entry));
       return;
     }
-    read_hash(row.line, row.fields[1], entry);
-    read_size(row.line, row.fields[2], entry);
+    read_hash(line, fields[1], entry);
+    read_size(line, fields[2], entry);
     m_out.entries.push_back(std::move(entry));
   }
 
@@ -86,6 +87,8 @@ class RowReader {
                                          printable_excerpt(value), printable_excerpt(entry.path)));
       }
       entry.sha256 = *digest;
+      entry.hash_algorithm = "sha256";
+      return;
     }
     entry.hash_algorithm = std::string(algorithm);
     entry.hash_value = std::string(value);
@@ -110,10 +113,10 @@ class RowReader {
 
 RecordParse parse_record_lenient(std::string_view text, std::string_view source_name) {
   RecordParse out;
-  std::vector<CsvRow> rows = parse_csv(text);
-  out.entries.reserve(rows.size());
+  out.entries.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   RowReader reader(source_name, out);
-  for (const CsvRow& row : rows) reader.read(row);
+  for_each_csv_row(text, [&reader](std::size_t line, const std::vector<std::string>& fields,
+                                   bool unterminated) { reader.read(line, fields, unterminated); });
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,5 +22,12 @@ struct CsvRow {
 // lenient cases ('"ab"c' reads as 'abc', a quote inside an unquoted field is literal). Empty
 // lines produce no row. Never fails; linear in the input; NUL bytes are ordinary characters.
 std::vector<CsvRow> parse_csv(std::string_view text);
+
+// The same rows, handed one at a time to `on_row(line, fields, unterminated_quote)`; the
+// fields' storage is reused between rows (no allocation per row once warm).
+void for_each_csv_row(
+    std::string_view text,
+    const std::function<void(std::size_t line, const std::vector<std::string>& fields,
+                             bool unterminated_quote)>& on_row);
 
 }  // namespace venvfix::dist

@@ -19,7 +19,8 @@ struct RecordEntry {
   std::string path;
   std::optional<Sha256Digest> sha256;  // set when the hash is a valid "sha256=..."
   std::string hash_algorithm;          // as written ("sha256", "sha384", ...); empty: no hash
-  std::string hash_value;              // the urlsafe-base64 digest text as written
+  std::string hash_value;              // the digest text as written, for other algorithms only (a
+                                       // sha256 digest is in `sha256`)
   std::optional<std::uint64_t> size;
   std::size_t line = 0;  // 1-based line of the row in RECORD, for messages
 };
