@@ -212,18 +212,11 @@ class MarkerParser {
     Marker::Comparison comparison;
     VENVFIX_TRY_ASSIGN(comparison.lhs, parse_operand());
     VENVFIX_TRY_ASSIGN(comparison.op, parse_op());
-    std::size_t rhs_pos = m_pos;
     VENVFIX_TRY_ASSIGN(comparison.rhs, parse_operand());
     if (!comparison.rhs.is_variable && comparison.op != Marker::Op::in &&
         comparison.op != Marker::Op::not_in) {
       auto spec = Specifier::parse(std::string(op_text(comparison.op)) + comparison.rhs.value);
-      if (spec) {
-        comparison.rhs_specifier = std::move(*spec);
-      } else if (comparison.op == Marker::Op::compatible ||
-                 comparison.op == Marker::Op::arbitrary) {
-        m_pos = rhs_pos;
-        return fail(fmt::format("{} needs a version on its right", op_text(comparison.op)));
-      }
+      if (spec) comparison.rhs_specifier = std::move(*spec);
     }
     m_marker.m_groups[group].emplace_back(std::move(comparison));
     return ok();
@@ -377,8 +370,12 @@ bool Marker::evaluate(const MarkerEnvironment& env, const std::set<std::string>&
 
 std::string Marker::format_group(std::uint32_t index, bool first) const {
   const Group& group = m_groups[index];
+  // packaging writes a group holding a single comparison without parentheses. For a group
+  // holding a single group it drops both pairs, which changes the meaning of `x and ((a or
+  // b))`; keeping one pair is the only place venvfix's text differs.
+  if (group.size() == 1 && std::holds_alternative<Comparison>(group[0])) first = true;
   if (group.size() == 1 && std::holds_alternative<GroupRef>(group[0])) {
-    return format_group(std::get<GroupRef>(group[0]).index, true);
+    return format_group(std::get<GroupRef>(group[0]).index, first);
   }
   std::string out;
   for (const Element& element : group) {

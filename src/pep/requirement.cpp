@@ -167,8 +167,10 @@ class RequirementParser {
     }
     if (!scheme_ok) return "the URL has no scheme (like https: or file:)";
     std::string scheme = to_lower_ascii(url.substr(0, colon));
-    if (scheme == "file") return "";
     std::string_view rest = url.substr(colon + 1);
+    if (scheme == "file") {
+      return rest.substr(0, 2) == "//" ? "" : "a file: URL must start with file://";
+    }
     if (rest.substr(0, 2) != "//" || rest.size() == 2 || rest[2] == '/') {
       return "the URL has no host";
     }
