@@ -111,7 +111,10 @@ class VersionParser {
     std::string_view trimmed = text::trim_python_space(m_input);
     m_pos = static_cast<std::size_t>(trimmed.data() - m_input.data());
     m_end = m_pos + trimmed.size();
-    if (trimmed.empty()) return fail("the version is empty");
+    if (trimmed.empty()) {
+      return make_error(ExitCode::usage, "invalid version \"{}\": the version is empty",
+                        printable_excerpt(m_input));
+    }
 
     if (m_pos < m_end && (at() == 'v' || at() == 'V')) ++m_pos;
     std::string_view first = digits();
@@ -146,13 +149,9 @@ class VersionParser {
 
   Error fail(std::string_view what) const {
     std::string found = m_pos < m_end
-                            ? fmt::format(" '{}'", printable_excerpt(m_input.substr(m_pos, 1)))
-                            : std::string(" end of text");
-    if (what == "the version is empty") {
-      return make_error(ExitCode::usage, "invalid version \"{}\": the version is empty",
-                        printable_excerpt(m_input));
-    }
-    return make_error(ExitCode::usage, "invalid version \"{}\": {} at position {} (found{})",
+                            ? fmt::format("'{}'", printable_excerpt(m_input.substr(m_pos, 1)))
+                            : std::string("the end");
+    return make_error(ExitCode::usage, "invalid version \"{}\": {} at position {}, found {}",
                       printable_excerpt(m_input), what, m_pos, found);
   }
 
