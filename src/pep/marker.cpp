@@ -313,12 +313,13 @@ bool evaluate_comparison(const Marker::Comparison& c, const MarkerEnvironment& e
   }
   if (c.op == Marker::Op::in) return r.find(l) != std::string_view::npos;
   if (c.op == Marker::Op::not_in) return r.find(l) == std::string_view::npos;
+  // Extras are names, never versions: they compare as strings.
+  if (is_extra) return compare_strings(l, c.op, r);
 
+  // A literal right side was tried as `<op><literal>` once, at parse time.
   std::optional<Specifier> dynamic;
-  const Specifier* spec = nullptr;
-  if (c.rhs_specifier && !is_extra) {
-    spec = &*c.rhs_specifier;
-  } else {
+  const Specifier* spec = c.rhs_specifier ? &*c.rhs_specifier : nullptr;
+  if (c.rhs.is_variable) {
     auto parsed = Specifier::parse(std::string(op_text(c.op)) + std::string(r));
     if (parsed) {
       dynamic = std::move(*parsed);
@@ -326,7 +327,7 @@ bool evaluate_comparison(const Marker::Comparison& c, const MarkerEnvironment& e
     }
   }
   if (spec != nullptr) {
-    if (auto version = Version::parse(l)) return spec->contains(*version, PreReleases::allow);
+    if (auto version = Version::try_parse(l)) return spec->contains(*version, PreReleases::allow);
     if (c.op == Marker::Op::arbitrary) {
       return to_lower_ascii(l) == to_lower_ascii(spec->version_text());
     }

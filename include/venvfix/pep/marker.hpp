@@ -5,7 +5,8 @@
 // when `<op><right side>` is a valid version specifier and the left side is a valid version
 // (pre-releases included, so `python_full_version >= "3.8"` holds for 3.13.0rc1); otherwise
 // `in`/`not in` test substrings and the other operators compare the strings (code-point order);
-// `===` compares case-insensitively. `extra` values are compared as normalised names (PEP 685).
+// `===` compares case-insensitively. `extra` values are compared as normalised names (PEP 685),
+// as strings only (an extra is a name, never a version).
 // Evaluation cannot fail: where packaging raises while evaluating (`~=` or `===` whose right
 // side cannot form that specifier, like `os_name ~= "posix"`), the comparison is false. Such a
 // marker still parses, as it does in packaging, so one odd `Requires-Dist` line does not make
