@@ -212,18 +212,11 @@ class MarkerParser {
     Marker::Comparison comparison;
     VENVFIX_TRY_ASSIGN(comparison.lhs, parse_operand());
     VENVFIX_TRY_ASSIGN(comparison.op, parse_op());
-    std::size_t rhs_pos = m_pos;
     VENVFIX_TRY_ASSIGN(comparison.rhs, parse_operand());
     if (!comparison.rhs.is_variable && comparison.op != Marker::Op::in &&
         comparison.op != Marker::Op::not_in) {
       auto spec = Specifier::parse(std::string(op_text(comparison.op)) + comparison.rhs.value);
-      if (spec) {
-        comparison.rhs_specifier = std::move(*spec);
-      } else if (comparison.op == Marker::Op::compatible ||
-                 comparison.op == Marker::Op::arbitrary) {
-        m_pos = rhs_pos;
-        return fail(fmt::format("{} needs a version on its right", op_text(comparison.op)));
-      }
+      if (spec) comparison.rhs_specifier = std::move(*spec);
     }
     m_marker.m_groups[group].emplace_back(std::move(comparison));
     return ok();
@@ -320,12 +313,13 @@ bool evaluate_comparison(const Marker::Comparison& c, const MarkerEnvironment& e
   }
   if (c.op == Marker::Op::in) return r.find(l) != std::string_view::npos;
   if (c.op == Marker::Op::not_in) return r.find(l) == std::string_view::npos;
+  // Extras are names, never versions: they compare as strings.
+  if (is_extra) return compare_strings(l, c.op, r);
 
+  // A literal right side was tried as `<op><literal>` once, at parse time.
   std::optional<Specifier> dynamic;
-  const Specifier* spec = nullptr;
-  if (c.rhs_specifier && !is_extra) {
-    spec = &*c.rhs_specifier;
-  } else {
+  const Specifier* spec = c.rhs_specifier ? &*c.rhs_specifier : nullptr;
+  if (c.rhs.is_variable) {
     auto parsed = Specifier::parse(std::string(op_text(c.op)) + std::string(r));
     if (parsed) {
       dynamic = std::move(*parsed);
@@ -333,7 +327,7 @@ bool evaluate_comparison(const Marker::Comparison& c, const MarkerEnvironment& e
     }
   }
   if (spec != nullptr) {
-    if (auto version = Version::parse(l)) return spec->contains(*version, PreReleases::allow);
+    if (auto version = Version::try_parse(l)) return spec->contains(*version, PreReleases::allow);
     if (c.op == Marker::Op::arbitrary) {
       return to_lower_ascii(l) == to_lower_ascii(spec->version_text());
     }
@@ -377,8 +371,12 @@ bool Marker::evaluate(const MarkerEnvironment& env, const std::set<std::string>&
 
 std::string Marker::format_group(std::uint32_t index, bool first) const {
   const Group& group = m_groups[index];
+  // packaging writes a group holding a single comparison without parentheses. For a group
+  // holding a single group it drops both pairs, which changes the meaning of `x and ((a or
+  // b))`; keeping one pair is the only place venvfix's text differs.
+  if (group.size() == 1 && std::holds_alternative<Comparison>(group[0])) first = true;
   if (group.size() == 1 && std::holds_alternative<GroupRef>(group[0])) {
-    return format_group(std::get<GroupRef>(group[0]).index, true);
+    return format_group(std::get<GroupRef>(group[0]).index, first);
   }
   std::string out;
   for (const Element& element : group) {

@@ -167,8 +167,10 @@ class RequirementParser {
     }
     if (!scheme_ok) return "the URL has no scheme (like https: or file:)";
     std::string scheme = to_lower_ascii(url.substr(0, colon));
-    if (scheme == "file") return "";
     std::string_view rest = url.substr(colon + 1);
+    if (scheme == "file") {
+      return rest.substr(0, 2) == "//" ? "" : "a file: URL must start with file://";
+    }
     if (rest.substr(0, 2) != "//" || rest.size() == 2 || rest[2] == '/') {
       return "the URL has no host";
     }
@@ -186,14 +188,23 @@ Result<Requirement> Requirement::parse(std::string_view text) {
 }
 
 std::string Requirement::to_string() const {
+  // Appends only: GCC 12 at -O3 warns (-Wrestrict, a false positive) on "literal" + string.
   std::string out = name;
-  if (!extras.empty()) out += "[" + join(extras, ",") + "]";
-  out += specifier.to_string();
-  if (!url.empty()) {
-    out += " @ " + url;
-    if (marker) out += " ";
+  if (!extras.empty()) {
+    out.push_back('[');
+    out.append(join(extras, ","));
+    out.push_back(']');
   }
-  if (marker) out += "; " + marker->to_string();
+  out.append(specifier.to_string());
+  if (!url.empty()) {
+    out.append(" @ ");
+    out.append(url);
+    if (marker) out.push_back(' ');
+  }
+  if (marker) {
+    out.append("; ");
+    out.append(marker->to_string());
+  }
   return out;
 }
 

@@ -108,6 +108,22 @@ Result<Specifier> Specifier::parse(std::string_view input) {
   return spec;
 }
 
+std::string Specifier::identity() const {
+  std::string out(op_text());
+  if (!m_version || m_wildcard) return out + m_text;
+  if (m_op == Operator::compatible) return out + m_version->to_string();
+  // canonicalize_version(): the canonical form with the release's trailing zeros removed.
+  const Version& v = *m_version;
+  std::string base = v.base_version();
+  std::size_t bang = base.find('!');
+  std::string release = bang == std::string::npos ? base : base.substr(bang + 1);
+  while (release.size() > 2 && release.compare(release.size() - 2, 2, ".0") == 0) {
+    release.resize(release.size() - 2);
+  }
+  std::string canonical = (bang == std::string::npos ? "" : base.substr(0, bang + 1)) + release;
+  return out + canonical + v.to_string().substr(base.size());
+}
+
 bool Specifier::prefix_match(const Version& candidate) const {
   // packaging: split the candidate's public version, zero-pad its epoch+release run to the
   // length of the specifier's, cut it to the specifier's length, compare part by part.
@@ -176,7 +192,13 @@ Result<SpecifierSet> SpecifierSet::parse(std::string_view input) {
       return make_error(ExitCode::usage, "invalid version specifier set \"{}\": {}",
                         printable_excerpt(input), spec.error().message);
     }
-    set.m_specifiers.push_back(std::move(*spec));
+    // packaging keeps clauses in a set: a clause equal to an earlier one (same operator, same
+    // version up to trailing zeros, except for ~= where they matter) is dropped.
+    const std::string key = spec->identity();
+    if (std::none_of(set.m_specifiers.begin(), set.m_specifiers.end(),
+                     [&](const Specifier& s) { return s.identity() == key; })) {
+      set.m_specifiers.push_back(std::move(*spec));
+    }
   }
   return set;
 }

@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "venvfix/base/strings.hpp"
+
 namespace venvfix::pep {
 
 namespace {
@@ -13,7 +15,8 @@ std::string nodot(int major, int minor) {
 }
 
 std::string normalize_arch(std::string_view arch) {
-  std::string out(arch);
+  // Tags are lowercase (packaging's Tag lowercases every part).
+  std::string out = to_lower_ascii(arch);
   std::replace(out.begin(), out.end(), '-', '_');
   std::replace(out.begin(), out.end(), '.', '_');
   return out;

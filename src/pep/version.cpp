@@ -107,7 +107,8 @@ class VersionParser {
  public:
   explicit VersionParser(std::string_view input) : m_input(input) {}
 
-  Result<Version> run() {
+  // True when the whole input is a version; on false, error() says why.
+  bool run() {
     std::string_view trimmed = text::trim_python_space(m_input);
     m_pos = static_cast<std::size_t>(trimmed.data() - m_input.data());
     m_end = m_pos + trimmed.size();
@@ -136,7 +137,23 @@ class VersionParser {
     }
     if (m_pos != m_end) return fail("unexpected character");
     build_text();
-    return std::move(m_version);
+    build_key();
+    return true;
+  }
+
+  Version take() { return std::move(m_version); }
+
+  // Formatting happens only here, so a quiet failed parse (Version::try_parse) costs nothing.
+  Error error() const {
+    if (text::trim_python_space(m_input).empty()) {
+      return make_error(ExitCode::usage, "invalid version \"{}\": the version is empty",
+                        printable_excerpt(m_input));
+    }
+    std::string found = m_pos < m_end
+                            ? fmt::format("'{}'", printable_excerpt(m_input.substr(m_pos, 1)))
+                            : std::string("the end");
+    return make_error(ExitCode::usage, "invalid version \"{}\": {} at position {}, found {}",
+                      printable_excerpt(m_input), m_what, m_pos, found);
   }
 
  private:
@@ -144,16 +161,9 @@ class VersionParser {
   bool sep_at(std::size_t p) const { return p < m_end && is_separator(m_input[p]); }
   bool digit_at(std::size_t p) const { return p < m_end && is_digit(m_input[p]); }
 
-  Error fail(std::string_view what) const {
-    std::string found = m_pos < m_end
-                            ? fmt::format(" '{}'", printable_excerpt(m_input.substr(m_pos, 1)))
-                            : std::string(" end of text");
-    if (what == "the version is empty") {
-      return make_error(ExitCode::usage, "invalid version \"{}\": the version is empty",
-                        printable_excerpt(m_input));
-    }
-    return make_error(ExitCode::usage, "invalid version \"{}\": {} at position {} (found{})",
-                      printable_excerpt(m_input), what, m_pos, found);
+  bool fail(const char* what) {
+    m_what = what;
+    return false;
   }
 
   std::string_view digits() {
@@ -281,14 +291,52 @@ class VersionParser {
     if (!v.m_local.empty()) t += "+" + v.m_local;
   }
 
+  void build_key() {
+    Version& v = m_version;
+    constexpr std::uint64_t k_limit = UINT64_MAX - 1;
+    std::size_t length = v.m_release.size();
+    while (length > 0 && v.m_release[length - 1] == 0) --length;
+    if (!v.m_release_big.empty() || length > 4 || !v.m_epoch.big.empty() || !v.m_pre.big.empty() ||
+        !v.m_post.big.empty() || !v.m_dev.big.empty()) {
+      return;
+    }
+    for (std::size_t i = 0; i < length; ++i) {
+      if (v.m_release[i] >= k_limit) return;
+    }
+    if (v.m_post.value >= k_limit || v.m_dev.value >= k_limit) return;
+    auto& key = v.m_key;
+    key[0] = v.m_epoch.value;
+    for (std::size_t i = 0; i < 4; ++i) key[1 + i] = i < length ? v.m_release[i] + 1 : 0;
+    // Same ranks as compare_public: dev-only release, a, b, rc, no pre-release.
+    if (v.m_pre_kind != Version::PreKind::none) {
+      key[5] = static_cast<std::uint64_t>(v.m_pre_kind);  // alpha 1, beta 2, rc 3
+      key[6] = v.m_pre.value;
+    } else {
+      key[5] = (!v.m_has_post && v.m_has_dev) ? 0 : 4;
+      key[6] = 0;
+    }
+    key[7] = v.m_has_post ? v.m_post.value + 1 : 0;
+    key[8] = v.m_has_dev ? v.m_dev.value : UINT64_MAX;
+    v.m_has_key = true;
+  }
+
   std::string_view m_input;
   std::size_t m_pos = 0;
   std::size_t m_end = 0;
+  const char* m_what = "";
   Version m_version;
 };
 
 Result<Version> Version::parse(std::string_view text) {
-  return VersionParser(text).run();
+  VersionParser parser(text);
+  if (!parser.run()) return parser.error();
+  return parser.take();
+}
+
+std::optional<Version> Version::try_parse(std::string_view text) {
+  VersionParser parser(text);
+  if (!parser.run()) return std::nullopt;
+  return parser.take();
 }
 
 std::string Version::public_version() const {
@@ -350,6 +398,12 @@ bool Version::same_base(const Version& a, const Version& b) {
 }
 
 std::strong_ordering Version::compare_public(const Version& a, const Version& b) {
+  if (a.m_has_key && b.m_has_key) {
+    for (std::size_t i = 0; i < k_key_words; ++i) {
+      if (a.m_key[i] != b.m_key[i]) return a.m_key[i] <=> b.m_key[i];
+    }
+    return std::strong_ordering::equal;
+  }
   if (auto o = a.m_epoch <=> b.m_epoch; o != 0) return o;
   if (auto o = compare_release(a, b, a.m_release_big, b.m_release_big); o != 0) return o;
   // Pre: a dev release with neither pre nor post sorts before any pre-release (-inf); no
@@ -376,8 +430,9 @@ std::strong_ordering Version::compare_public(const Version& a, const Version& b)
   return std::strong_ordering::equal;
 }
 
-std::strong_ordering operator<=>(const Version& a, const Version& b) {
-  if (auto o = Version::compare_public(a, b); o != 0) return o;
+std::strong_ordering Version::compare_slow(const Version& a, const Version& b) {
+  if (auto o = compare_public(a, b); o != 0) return o;
+  if (a.m_local.empty() && b.m_local.empty()) return std::strong_ordering::equal;
   return compare_local(a.m_local, b.m_local);
 }
 

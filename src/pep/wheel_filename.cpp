@@ -1,7 +1,6 @@
 #include "venvfix/pep/wheel_filename.hpp"
 
 #include <climits>
-#include <unordered_map>
 
 #include "pep/text.hpp"
 #include "venvfix/base/strings.hpp"
@@ -98,17 +97,21 @@ std::vector<Tag> WheelFilename::tags() const {
 
 std::optional<std::size_t> select_best_wheel(std::span<const WheelFilename> wheels,
                                              std::span<const Tag> supported) {
-  std::unordered_map<std::string, std::size_t> rank;
-  rank.reserve(supported.size());
-  for (std::size_t i = 0; i < supported.size(); ++i) rank.emplace(supported[i].to_string(), i);
+  // A wheel has a handful of tags: scanning `supported` for each is cheaper than indexing it.
+  auto rank_of = [&](const Tag& tag) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < supported.size(); ++i) {
+      if (supported[i] == tag) return i;
+    }
+    return std::nullopt;
+  };
 
   std::optional<std::size_t> best;
   std::size_t best_rank = 0;
   for (std::size_t i = 0; i < wheels.size(); ++i) {
     std::optional<std::size_t> wheel_rank;
     for (const Tag& tag : wheels[i].tags()) {
-      auto it = rank.find(tag.to_string());
-      if (it != rank.end() && (!wheel_rank || it->second < *wheel_rank)) wheel_rank = it->second;
+      auto r = rank_of(tag);
+      if (r && (!wheel_rank || *r < *wheel_rank)) wheel_rank = r;
     }
     if (!wheel_rank) continue;
     bool better = false;

@@ -160,6 +160,7 @@ TEST(PepVersion, OrdersAsOneSortedSequence) {
       "1.0.post456.dev34",
       "1.0.post456",
       "1.0.post456+local",
+      "1.0.0.0.0.1",  // beyond the four-number fast key: the general comparison
       "1.0.1",
       "1.1.dev1",
       "1.1a1",
@@ -193,6 +194,9 @@ TEST(PepVersion, OrdersAsOneSortedSequence) {
 TEST(PepVersion, EqualityIgnoresSpellingAndTrailingZeros) {
   EXPECT_EQ(v("1.0"), v("1.0.0"));
   EXPECT_EQ(v("1"), v("1.0.0.0.0"));
+  EXPECT_EQ(v("1.0.0.0.0.0.0"), v("1"));  // key and general paths agree
+  EXPECT_EQ(v("1.2.3.4.5") <=> v("1.2.3.4"), std::strong_ordering::greater);
+  EXPECT_EQ(v("1.2.3.4") <=> v("1.2.3.4.5"), std::strong_ordering::less);
   EXPECT_EQ(v("1.0+ABC"), v("1.0+abc"));
   EXPECT_EQ(v("1.0+1"), v("1.0+01"));
   EXPECT_EQ(v("1.0a"), v("1.0alpha0"));

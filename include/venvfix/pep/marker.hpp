@@ -5,10 +5,12 @@
 // when `<op><right side>` is a valid version specifier and the left side is a valid version
 // (pre-releases included, so `python_full_version >= "3.8"` holds for 3.13.0rc1); otherwise
 // `in`/`not in` test substrings and the other operators compare the strings (code-point order);
-// `===` compares case-insensitively. `extra` values are compared as normalised names (PEP 685).
-// Parsing rejects `~=`/`===` against a literal that cannot form that specifier (packaging
-// would raise when evaluating), so evaluation itself cannot fail: `~=` against an environment
-// value that is not a version is false.
+// `===` compares case-insensitively. `extra` values are compared as normalised names (PEP 685),
+// as strings only (an extra is a name, never a version).
+// Evaluation cannot fail: where packaging raises while evaluating (`~=` or `===` whose right
+// side cannot form that specifier, like `os_name ~= "posix"`), the comparison is false. Such a
+// marker still parses, as it does in packaging, so one odd `Requires-Dist` line does not make
+// a distribution's metadata unreadable.
 #pragma once
 
 #include <cstdint>
@@ -84,7 +86,8 @@ class Marker {
   bool evaluate(const MarkerEnvironment& env, const std::set<std::string>& extras = {}) const;
 
   // packaging's str(Marker): variables by their PEP 508 name, values double-quoted (single
-  // quotes when the value holds a double quote), redundant outer parentheses dropped.
+  // quotes when the value holds a double quote), single spaces, parentheses around a single
+  // comparison and around the whole marker dropped. Parsing the result gives the same marker.
   std::string to_string() const;
 
   // One side of a comparison: a variable or a literal string.

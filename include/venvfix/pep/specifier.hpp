@@ -48,6 +48,8 @@ class Specifier {
   std::string to_string() const;
 
   bool contains(const Version& candidate, PreReleases pre = PreReleases::unless_asked) const;
+  // A key equal for clauses packaging considers equal: `>=1.0` and `>=1.0.0`.
+  std::string identity() const;
   // packaging's Specifier.prereleases default: an inclusive operator (==, >=, <=, ~=, ===)
   // naming a pre-release.
   bool allows_prereleases() const { return m_allows_pre; }

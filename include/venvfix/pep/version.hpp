@@ -12,6 +12,7 @@
 // accepts in ASCII) is ignored, any other byte outside the grammar is an error.
 #pragma once
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <optional>
@@ -42,6 +43,8 @@ class Version {
   // standard: `1.0-alpha.1`, `v1.0`, `1.0-1`, `1.0.POST`, `1.0+Ubuntu-1`). An error names the
   // text and the position of the first character that does not fit.
   static Result<Version> parse(std::string_view text);
+  // The same without building an error message: for hot paths that only need "is it one".
+  static std::optional<Version> try_parse(std::string_view text);
 
   // The canonical form, exactly as packaging's str(Version): `1!2.0rc1.post3.dev4+abc.5`.
   const std::string& to_string() const { return m_text; }
@@ -67,7 +70,16 @@ class Version {
 
   // The order of PEP 440 and packaging. Equality is order-equality: `1.0 == 1.0.0`,
   // `1.0+ABC == 1.0+abc`, although their strings may differ.
-  friend std::strong_ordering operator<=>(const Version& a, const Version& b);
+  friend std::strong_ordering operator<=>(const Version& a, const Version& b) {
+    // Inline fast path over the precomputed key; everything else is compare_slow().
+    if (a.m_has_key && b.m_has_key) {
+      for (std::size_t i = 0; i < k_key_words; ++i) {
+        if (a.m_key[i] != b.m_key[i]) return a.m_key[i] <=> b.m_key[i];
+      }
+      if (a.m_local.empty() && b.m_local.empty()) return std::strong_ordering::equal;
+    }
+    return compare_slow(a, b);
+  }
   friend bool operator==(const Version& a, const Version& b) { return (a <=> b) == 0; }
 
   // Orders as if neither side had a local label (what `<=`, `>=` and `==` without a local
@@ -82,6 +94,7 @@ class Version {
 
  private:
   friend class VersionParser;
+  static std::strong_ordering compare_slow(const Version& a, const Version& b);
 
   std::string m_text;   // canonical string
   std::string m_local;  // normalised local label, empty if none
@@ -94,6 +107,13 @@ class Version {
   PreKind m_pre_kind = PreKind::none;
   bool m_has_post = false;
   bool m_has_dev = false;
+  // The order as a fixed row of words, compared left to right: epoch, four release numbers
+  // (each +1, 0 past the last non-zero one), pre kind, pre number, post (+1, 0 = none), dev
+  // (UINT64_MAX = none). Set only when every number is small enough and the release has at
+  // most four numbers after trailing zeros are dropped; otherwise the general comparison runs.
+  static constexpr std::size_t k_key_words = 9;
+  std::array<std::uint64_t, k_key_words> m_key{};
+  bool m_has_key = false;
 };
 
 }  // namespace venvfix::pep
