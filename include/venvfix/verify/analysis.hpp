@@ -1,0 +1,69 @@
+// The analysis behind `doctor`, `why` and the planner: read the venv, pick the targets, follow
+// every soname they load the way ld.so would, check the files their distributions own, and
+// collect findings. Read-only, except for the hash cache under <venv>/.venvfix/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "venvfix/base/result.hpp"
+#include "venvfix/dist/inventory.hpp"
+#include "venvfix/elf/resolver.hpp"
+#include "venvfix/env/host.hpp"
+#include "venvfix/env/venv.hpp"
+#include "venvfix/manifest/manifests.hpp"
+#include "venvfix/pep/marker.hpp"
+#include "venvfix/verify/finding.hpp"
+
+namespace venvfix::verify {
+
+enum class HashCheck { target_libraries, everything };
+
+struct Options {
+  std::vector<std::string> targets;  // --target; empty: torch when installed, else every ELF holder
+  HashCheck hashes = HashCheck::target_libraries;
+};
+
+struct Target {
+  std::size_t dist = 0;               // index into Inventory::distributions
+  int cuda_major = 0;                 // 0: not a CUDA build
+  std::string cuda_version;           // "12.8" when known
+  std::vector<fs::path> elf_objects;  // absolute paths of its ELF objects, sorted
+};
+
+// One soname as one consumer loads it.
+struct SonameUse {
+  std::string soname;
+  fs::path consumer;    // absolute
+  bool dlopen = false;  // loaded with dlopen by bare soname (a manifest family member)
+  elf::Resolution resolution;
+};
+
+struct Analysis {
+  env::Venv venv;
+  env::HostPlatform host;
+  pep::MarkerEnvironment markers;
+  dist::Inventory inventory;
+  std::vector<Target> targets;
+  std::vector<bool> needed;         // per distribution: some target needs it
+  std::vector<fs::path> preloaded;  // what torch's Python-side preload would load
+  std::vector<SonameUse> uses;      // every resolution in the targets' load closures
+  // Every file inside the venv that the targets load (their objects, what their needs bind to,
+  // the preloads), lexically normalised and sorted: these are always hash-checked.
+  std::vector<fs::path> loaded_libraries;
+  std::vector<Finding> findings;
+  // Facts that are no finding: what only the host can provide and this host lacks (the GPU
+  // driver's libcuda.so.1 on a machine without a GPU).
+  std::vector<Finding> notes;
+
+  bool has_problems(bool strict) const;
+  std::string target_names() const;
+  // Path relative to the site-packages holding it, for messages; absolute when outside.
+  std::string display_path(const fs::path& path) const;
+};
+
+Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
+                         const elf::SystemView& system, const Options& options);
+
+}  // namespace venvfix::verify

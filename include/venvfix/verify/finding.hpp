@@ -1,0 +1,61 @@
+// A finding: something wrong with a venv, collected as data for the report (doctor), the
+// planner and the transaction checks. Kinds and JSON field names are fixed by the contract
+// (../shared/spec/venvfix.md, "What doctor and plan must find").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace venvfix::verify {
+
+enum class FindingKind {
+  ghost_files,
+  clobbered_files,
+  shared_paths,
+  unresolved_soname,
+  escaped_soname,
+  split_site_packages,
+  cuda_mix,
+  unmet_requirement,
+  orphan_library,
+};
+
+// "ghost-files", "unresolved-soname", … as the contract spells them.
+std::string_view to_string(FindingKind kind);
+
+enum class Severity { problem, warning };
+std::string_view to_string(Severity severity);
+
+struct Finding {
+  FindingKind kind = FindingKind::ghost_files;
+  Severity severity = Severity::warning;
+  std::string message;  // one sentence
+
+  // Fields by kind; empty ones are left out of the JSON.
+  std::string dist;  // the distribution the finding is about
+  std::string version;
+  std::vector<std::string> paths;       // site-packages-relative paths
+  std::vector<std::string> missing;     // ghost-files: listed in RECORD, absent
+  std::vector<std::string> mismatched;  // ghost-files: present, size or hash differs
+  std::vector<std::string> dists;       // shared-paths: owners; clobbered-files: whose bytes
+  std::string soname;
+  std::vector<std::string> needed_by;  // site-packages-relative consumers
+  std::string resolved_to;             // escaped-soname: where the loader finds it
+  std::string requirement;             // unmet-requirement: the Requires-Dist text
+  std::string required_by;
+  std::vector<std::string> required_by_installed;  // cuda-mix: what removing it would break
+  int cuda_major = 0;  // cuda-mix: the foreign distribution's CUDA major
+  int target_cuda_major = 0;
+  bool conflicts = false;  // cuda-mix
+  std::string note;        // e.g. "provided by the GPU driver"
+};
+
+nlohmann::json to_json(const Finding& finding);
+
+// Orders findings for stable output: problems first, then by kind, distribution, soname, paths.
+void sort_findings(std::vector<Finding>& findings);
+
+}  // namespace venvfix::verify

@@ -1,0 +1,86 @@
+#include "venvfix/verify/analysis.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "steps.hpp"
+#include "venvfix/pep/tags.hpp"
+
+namespace venvfix::verify {
+
+bool Analysis::has_problems(bool strict) const {
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const Finding& f) { return strict || f.severity == Severity::problem; });
+}
+
+std::string Analysis::target_names() const {
+  std::vector<std::string> names;
+  for (const Target& target : targets) {
+    names.push_back(inventory.distributions[target.dist].normalized_name);
+  }
+  return join(names, ", ");
+}
+
+std::string Analysis::display_path(const fs::path& path) const {
+  fs::path normal = path.lexically_normal();
+  for (const fs::path& site : venv.site_packages) {
+    fs::path relative = normal.lexically_relative(site);
+    if (!relative.empty() && *relative.begin() != "..") return relative.string();
+  }
+  fs::path relative = normal.lexically_relative(venv.root);
+  if (!relative.empty() && *relative.begin() != "..") return relative.string();
+  return normal.string();
+}
+
+namespace {
+
+pep::MarkerEnvironment markers_for(const env::Venv& venv, const env::HostPlatform& host) {
+  pep::TargetPython target;
+  target.major = venv.python.major;
+  target.minor = venv.python.minor;
+  target.arch = host.arch;
+  target.glibc = host.glibc;
+  target.musl = host.musl;
+  target.full_version = venv.python.full;
+  pep::MarkerEnvironment markers = pep::marker_environment_for(target);
+  if (!host.release.empty()) markers.platform_release = host.release;
+  if (!host.version.empty()) markers.platform_version = host.version;
+  return markers;
+}
+
+}  // namespace
+
+Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
+                         const elf::SystemView& system, const Options& options) {
+  // Phase timings at debug level (-vv): doctor must stay well under 0.2 s on a torch-sized venv.
+  auto started = std::chrono::steady_clock::now();
+  auto phase = [&, last = started](std::string_view name) mutable {
+    auto now = std::chrono::steady_clock::now();
+    spdlog::debug("analysis: {} took {:.1f} ms", name,
+                  std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
+  };
+  Analysis analysis;
+  analysis.venv = std::move(venv);
+  analysis.host = env::detect_host();
+  analysis.markers = markers_for(analysis.venv, analysis.host);
+  VENVFIX_TRY_ASSIGN(analysis.inventory, dist::read_inventory(analysis.venv));
+  analysis.needed.assign(analysis.inventory.distributions.size(), false);
+  phase("inventory");
+  VENVFIX_TRY(select_targets(analysis, options));
+  phase("targets");
+  check_requirements(analysis, manifests);
+  phase("requirements");
+  check_loading(analysis, manifests, system);
+  phase("loading");
+  check_files(analysis, options);
+  phase("files");
+  check_layout(analysis, manifests);
+  phase("layout");
+  sort_findings(analysis.findings);
+  return analysis;
+}
+
+}  // namespace venvfix::verify

@@ -1,0 +1,201 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+
+#include "steps.hpp"
+#include "venvfix/dist/file_check.hpp"
+#include "venvfix/dist/hash_cache.hpp"
+
+namespace venvfix::verify {
+
+namespace {
+
+// Python rewrites these at will and pip lists them: their absence breaks nothing.
+bool is_bytecode(std::string_view record_path) {
+  return record_path.ends_with(".pyc") &&
+         record_path.find("__pycache__/") != std::string_view::npos;
+}
+
+std::string first_paths(const std::vector<std::string>& paths) {
+  std::string out;
+  std::size_t shown = std::min<std::size_t>(paths.size(), 2);
+  for (std::size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + paths[i];
+  if (paths.size() > shown) out += ", …";
+  return out;
+}
+
+struct DistFiles {
+  std::vector<std::string> missing;
+  std::vector<std::string> mismatched;
+  std::vector<std::string> clobbered;
+  std::set<std::string> clobbered_by;
+};
+
+void add_ghost_and_clobbered(Analysis& analysis, std::map<std::size_t, DistFiles>& per_dist) {
+  for (auto& [index, files] : per_dist) {
+    const dist::Distribution& dist = analysis.inventory.distributions[index];
+    Severity severity = analysis.needed[index] ? Severity::problem : Severity::warning;
+    if (!files.missing.empty() || !files.mismatched.empty()) {
+      std::sort(files.missing.begin(), files.missing.end());
+      std::sort(files.mismatched.begin(), files.mismatched.end());
+      Finding finding;
+      finding.kind = FindingKind::ghost_files;
+      finding.severity = severity;
+      finding.dist = dist.normalized_name;
+      finding.version = dist.version;
+      finding.missing = files.missing;
+      finding.mismatched = files.mismatched;
+      std::vector<std::string> parts;
+      if (!files.missing.empty()) {
+        parts.push_back(fmt::format("{} of its files {} missing ({})", files.missing.size(),
+                                    files.missing.size() == 1 ? "is" : "are",
+                                    first_paths(files.missing)));
+      }
+      if (!files.mismatched.empty()) {
+        parts.push_back(fmt::format("{} differ{} from its RECORD ({})", files.mismatched.size(),
+                                    files.mismatched.size() == 1 ? "s" : "",
+                                    first_paths(files.mismatched)));
+      }
+      bool all_libraries_gone = !files.missing.empty() && files.mismatched.empty();
+      finding.message =
+          fmt::format("{} is installed{}: {}", dist_label(dist),
+                      all_libraries_gone ? " in name only" : " but damaged", join(parts, "; "));
+      analysis.findings.push_back(std::move(finding));
+    }
+    if (!files.clobbered.empty()) {
+      std::sort(files.clobbered.begin(), files.clobbered.end());
+      Finding finding;
+      finding.kind = FindingKind::clobbered_files;
+      finding.severity = severity;
+      finding.dist = dist.normalized_name;
+      finding.version = dist.version;
+      finding.paths = files.clobbered;
+      finding.dists.assign(files.clobbered_by.begin(), files.clobbered_by.end());
+      finding.message = fmt::format("{} file{} of {} hold{} the bytes of {} ({})",
+                                    files.clobbered.size(), files.clobbered.size() == 1 ? "" : "s",
+                                    dist_label(dist), files.clobbered.size() == 1 ? "s" : "",
+                                    join(finding.dists, ", "), first_paths(files.clobbered));
+      analysis.findings.push_back(std::move(finding));
+    }
+  }
+}
+
+void add_shared_paths(Analysis& analysis) {
+  const auto& distributions = analysis.inventory.distributions;
+  struct Group {
+    std::vector<std::size_t> owners;
+    std::vector<std::string> paths;
+    bool bytes_agree = true;
+  };
+  std::map<std::vector<std::size_t>, Group> groups;
+  for (const auto& [path, owners] : analysis.inventory.owners) {
+    if (owners.size() < 2) continue;
+    std::vector<std::size_t> key = owners;
+    std::sort(key.begin(), key.end());
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+    if (key.size() < 2) continue;
+    std::string display = analysis.display_path(path);
+    if (is_bytecode(display)) continue;
+    Group& group = groups[key];
+    group.owners = key;
+    group.paths.push_back(display);
+    // Bytes agree when every owner's RECORD gives the same digest for the path.
+    std::optional<Sha256Digest> first;
+    for (std::size_t owner : key) {
+      for (const dist::RecordEntry& entry : distributions[owner].record) {
+        if ((distributions[owner].site_packages / entry.path).lexically_normal().string() != path) {
+          continue;
+        }
+        if (!entry.sha256) {
+          group.bytes_agree = false;
+        } else if (!first) {
+          first = entry.sha256;
+        } else if (*first != *entry.sha256) {
+          group.bytes_agree = false;
+        }
+      }
+    }
+  }
+  for (auto& [key, group] : groups) {
+    std::sort(group.paths.begin(), group.paths.end());
+    bool needed =
+        std::any_of(key.begin(), key.end(), [&](std::size_t i) { return analysis.needed[i]; });
+    Finding finding;
+    finding.kind = FindingKind::shared_paths;
+    finding.severity = needed && !group.bytes_agree ? Severity::problem : Severity::warning;
+    for (std::size_t owner : key) finding.dists.push_back(distributions[owner].normalized_name);
+    finding.paths = group.paths;
+    finding.message = fmt::format(
+        "{} path{} {} listed by {}{}: uninstalling one of them removes {} for the other{}",
+        group.paths.size(), group.paths.size() == 1 ? "" : "s",
+        group.paths.size() == 1 ? "is" : "are", join(finding.dists, " and "),
+        group.bytes_agree ? " with the same bytes" : " with different bytes",
+        group.paths.size() == 1 ? "it" : "them", key.size() > 2 ? "s" : "");
+    analysis.findings.push_back(std::move(finding));
+  }
+}
+
+}  // namespace
+
+void check_files(Analysis& analysis, const Options& options) {
+  const dist::Inventory& inventory = analysis.inventory;
+  std::vector<dist::CheckRequest> requests;
+  for (const dist::CheckRequest& request : dist::all_entries(inventory)) {
+    if (!is_bytecode(inventory.distributions[request.dist].record[request.entry].path)) {
+      requests.push_back(request);
+    }
+  }
+  std::unordered_set<std::string> always_hash;
+  for (const fs::path& path : analysis.loaded_libraries) always_hash.insert(path.string());
+
+  dist::HashCache cache = dist::HashCache::load_for(analysis.venv.state_dir());
+  dist::FileCheckReport report =
+      dist::check_files(inventory, requests,
+                        options.hashes == HashCheck::everything ? dist::HashPolicy::full
+                                                                : dist::HashPolicy::size_only,
+                        always_hash, &cache);
+  if (Status saved = cache.save(); !saved) {
+    spdlog::debug("hash cache not saved: {}", saved.error().message);
+  }
+  spdlog::debug("checked {} files, hashed {} ({} bytes), {} from the hash cache",
+                report.checks.size(), report.files_hashed, report.bytes_hashed, report.cache_hits);
+
+  // Every check of one path, so a mismatch can be matched against the other owners' RECORDs.
+  std::unordered_map<std::string, std::vector<const dist::FileCheck*>> by_path;
+  for (const dist::FileCheck& check : report.checks) by_path[check.path.string()].push_back(&check);
+
+  std::map<std::size_t, DistFiles> per_dist;
+  for (const dist::FileCheck& check : report.checks) {
+    if (check.state == dist::FileState::ok) continue;
+    std::string display = analysis.display_path(check.path);
+    DistFiles& files = per_dist[check.dist];
+    if (check.state == dist::FileState::missing) {
+      files.missing.push_back(display);
+      continue;
+    }
+    // Present but not what this RECORD says: whose bytes are they?
+    std::set<std::string> content_owners;
+    if (check.state == dist::FileState::size_mismatch ||
+        check.state == dist::FileState::hash_mismatch) {
+      for (const dist::FileCheck* other : by_path[check.path.string()]) {
+        if (other->dist != check.dist && other->state == dist::FileState::ok) {
+          content_owners.insert(inventory.distributions[other->dist].normalized_name);
+        }
+      }
+    }
+    if (content_owners.empty()) {
+      files.mismatched.push_back(display);
+    } else {
+      files.clobbered.push_back(display);
+      files.clobbered_by.insert(content_owners.begin(), content_owners.end());
+    }
+  }
+  add_ghost_and_clobbered(analysis, per_dist);
+  add_shared_paths(analysis);
+}
+
+}  // namespace venvfix::verify

@@ -1,0 +1,163 @@
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "steps.hpp"
+#include "venvfix/dist/scan.hpp"
+#include "venvfix/elf/elf_file.hpp"
+#include "venvfix/pep/name.hpp"
+#include "venvfix/pep/requirement.hpp"
+
+namespace venvfix::verify {
+
+namespace {
+
+bool holds_libraries(const dist::Distribution& dist, const manifest::Manifests& manifests) {
+  if (const manifest::Distribution* known = manifests.find_distribution(dist.normalized_name)) {
+    if (!known->lib_dir.empty()) return true;
+  }
+  return std::any_of(dist.record.begin(), dist.record.end(),
+                     [](const dist::RecordEntry& e) { return looks_like_shared_object(e.path); });
+}
+
+std::string relative_to_root(const Analysis& analysis, const fs::path& path) {
+  return path.lexically_relative(analysis.venv.root).string();
+}
+
+void check_split_site_packages(Analysis& analysis, const manifest::Manifests& manifests) {
+  if (analysis.venv.site_packages.size() < 2) return;
+  const auto& distributions = analysis.inventory.distributions;
+  for (const Target& target : analysis.targets) {
+    const dist::Distribution& target_dist = distributions[target.dist];
+    std::vector<std::string> elsewhere;
+    std::set<std::string> other_dirs;
+    for (std::size_t i = 0; i < distributions.size(); ++i) {
+      const dist::Distribution& other = distributions[i];
+      if (i == target.dist || !analysis.needed[i]) continue;
+      if (other.site_packages == target_dist.site_packages) continue;
+      if (!holds_libraries(other, manifests)) continue;
+      elsewhere.push_back(other.normalized_name);
+      other_dirs.insert(relative_to_root(analysis, other.site_packages));
+    }
+    if (elsewhere.empty()) continue;
+    Finding finding;
+    finding.kind = FindingKind::split_site_packages;
+    finding.severity = Severity::problem;
+    finding.dist = target_dist.normalized_name;
+    finding.version = target_dist.version;
+    finding.dists = elsewhere;
+    finding.paths.push_back(relative_to_root(analysis, target_dist.site_packages));
+    finding.paths.insert(finding.paths.end(), other_dirs.begin(), other_dirs.end());
+    finding.message = fmt::format(
+        "{} is installed in {} but {} of the distributions it loads ({}) are in {}: its "
+        "$ORIGIN-relative RPATH only searches its own site-packages",
+        target_dist.normalized_name, finding.paths.front(), elsewhere.size(), join(elsewhere, ", "),
+        join(std::vector<std::string>(other_dirs.begin(), other_dirs.end()), ", "));
+    analysis.findings.push_back(std::move(finding));
+  }
+}
+
+// Installed distributions whose Requires-Dist (markers true for this venv) names `name`.
+std::vector<std::string> required_by(const Analysis& analysis, const std::string& name) {
+  std::vector<std::string> out;
+  for (const dist::Distribution& dist : analysis.inventory.distributions) {
+    for (const std::string& text : dist.metadata.requires_dist) {
+      auto requirement = pep::Requirement::parse(text);
+      if (!requirement || pep::normalize_name(requirement->name) != name) continue;
+      if (requirement->marker && !requirement->marker->evaluate(analysis.markers, {})) continue;
+      out.push_back(dist.normalized_name);
+      break;
+    }
+  }
+  return out;
+}
+
+void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
+  const auto& distributions = analysis.inventory.distributions;
+  for (const Target& target : analysis.targets) {
+    if (target.cuda_major == 0) continue;
+    for (std::size_t i = 0; i < distributions.size(); ++i) {
+      const dist::Distribution& dist = distributions[i];
+      const manifest::Distribution* known = manifests.find_distribution(dist.normalized_name);
+      if (known == nullptr || known->cuda_major == 0 || known->cuda_major == target.cuda_major) {
+        continue;
+      }
+      // Conflicting: shares a path with a distribution the target needs, or its bytes sit in
+      // such a distribution's files.
+      std::set<std::string> victims;
+      for (const dist::RecordEntry& entry : dist.record) {
+        fs::path path = (dist.site_packages / entry.path).lexically_normal();
+        for (std::size_t owner : analysis.inventory.owners_of(path)) {
+          if (owner != i && analysis.needed[owner]) {
+            victims.insert(distributions[owner].normalized_name);
+          }
+        }
+      }
+      for (const Finding& finding : analysis.findings) {
+        if (finding.kind == FindingKind::clobbered_files &&
+            std::find(finding.dists.begin(), finding.dists.end(), dist.normalized_name) !=
+                finding.dists.end()) {
+          const dist::Distribution* victim = analysis.inventory.find(finding.dist);
+          if (victim != nullptr &&
+              analysis.needed[static_cast<std::size_t>(victim - distributions.data())]) {
+            victims.insert(finding.dist);
+          }
+        }
+      }
+      Finding finding;
+      finding.kind = FindingKind::cuda_mix;
+      finding.conflicts = !victims.empty();
+      finding.severity = finding.conflicts ? Severity::problem : Severity::warning;
+      finding.dist = dist.normalized_name;
+      finding.version = dist.version;
+      finding.cuda_major = known->cuda_major;
+      finding.target_cuda_major = target.cuda_major;
+      finding.dists.assign(victims.begin(), victims.end());
+      finding.required_by_installed = required_by(analysis, dist.normalized_name);
+      const dist::Distribution& target_dist = distributions[target.dist];
+      finding.message = fmt::format("{} is a CUDA {} distribution beside {} (built for CUDA {})",
+                                    dist_label(dist), known->cuda_major, dist_label(target_dist),
+                                    target.cuda_major);
+      if (finding.conflicts) {
+        finding.message +=
+            fmt::format(", and it shares or overwrote files of {}", join(finding.dists, ", "));
+      }
+      if (!finding.required_by_installed.empty()) {
+        finding.message +=
+            fmt::format("; removing it would break {}", join(finding.required_by_installed, ", "));
+      }
+      analysis.findings.push_back(std::move(finding));
+    }
+  }
+}
+
+void check_orphans(Analysis& analysis) {
+  std::map<fs::path, std::vector<std::string>> by_directory;
+  for (const dist::ScannedFile& file : dist::scan_site_packages(analysis.venv)) {
+    if (!analysis.inventory.owners_of(file.path).empty()) continue;
+    if (!elf::has_elf_magic(file.path)) continue;
+    by_directory[file.path.parent_path()].push_back(analysis.display_path(file.path));
+  }
+  for (auto& [directory, paths] : by_directory) {
+    std::sort(paths.begin(), paths.end());
+    Finding finding;
+    finding.kind = FindingKind::orphan_library;
+    finding.severity = Severity::warning;
+    finding.paths = std::move(paths);
+    finding.message =
+        fmt::format("{} ELF object{} in {} belong{} to no installed distribution's RECORD",
+                    finding.paths.size(), finding.paths.size() == 1 ? "" : "s",
+                    analysis.display_path(directory), finding.paths.size() == 1 ? "s" : "");
+    analysis.findings.push_back(std::move(finding));
+  }
+}
+
+}  // namespace
+
+void check_layout(Analysis& analysis, const manifest::Manifests& manifests) {
+  check_split_site_packages(analysis, manifests);
+  check_cuda_mix(analysis, manifests);
+  check_orphans(analysis);
+}
+
+}  // namespace venvfix::verify

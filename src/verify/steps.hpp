@@ -1,0 +1,33 @@
+// The steps of analyze(), each in its own file. Each step reads what the steps before it left
+// in the Analysis and adds to it; none of them fails on a broken venv (that is a finding).
+#pragma once
+
+#include "venvfix/base/strings.hpp"
+#include "venvfix/verify/analysis.hpp"
+
+namespace venvfix::verify {
+
+// targets.cpp: --target, else torch, else every ELF holder; CUDA major; ELF objects.
+Status select_targets(Analysis& analysis, const Options& options);
+
+// requirements.cpp: the targets' Requires-Dist closure (markers and extras followed) marks
+// distributions as needed; what no installed distribution satisfies is unmet.
+void check_requirements(Analysis& analysis, const manifest::Manifests& manifests);
+
+// loading.cpp: torch's Python-side preload, then every DT_NEEDED (and manifest dlopen) of the
+// targets' objects resolved as ld.so would; unresolved and escaped sonames.
+void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
+                   const elf::SystemView& system);
+
+// files.cpp: RECORD against disk — ghost files, clobbered files, shared paths.
+void check_files(Analysis& analysis, const Options& options);
+
+// layout.cpp: split site-packages, CUDA mix, orphan libraries.
+void check_layout(Analysis& analysis, const manifest::Manifests& manifests);
+
+// Helpers shared by the steps.
+// A RECORD path whose file name looks like a shared object ("lib/x.so.9", "_C.cpython-311-….so").
+bool looks_like_shared_object(std::string_view path);
+std::string dist_label(const dist::Distribution& dist);  // "nvidia-cudnn-cu12 9.10.2.21"
+
+}  // namespace venvfix::verify
