@@ -1,0 +1,142 @@
+// A simulation of glibc's dynamic loader: which file each DT_NEEDED (or a dlopen by bare
+// soname) of an object binds to, and why. The rules, with pointers into the glibc source, are
+// written down in docs/resolver.md; in short, for a name without '/':
+//
+//   1. an already loaded object whose soname, or a name it was loaded under, equals the name;
+//   2. unless the needing object has DT_RUNPATH: the DT_RPATH of the needing object, then of
+//      the object that loaded it, and so on up (objects with DT_RUNPATH contribute none), then
+//      the main program's DT_RPATH;
+//   3. LD_LIBRARY_PATH (SystemView::ld_library_path);
+//   4. the needing object's own DT_RUNPATH;
+//   5. /etc/ld.so.cache (with DF_1_NODEFLIB: except entries under the default directories);
+//   6. the default directories (not with DF_1_NODEFLIB).
+//
+// $ORIGIN, ${ORIGIN}, $LIB and $PLATFORM are expanded; every directory is tried with the
+// SystemView's hwcaps subdirectories first. A candidate of another ELF class or machine is
+// skipped and the search goes on; a candidate that is not a loadable ELF file stops it with
+// the loader's error. A file already loaded under another path (same device and inode) binds
+// to the loaded object.
+//
+// A Resolver is not thread-safe (it caches directory listings); use one per thread. The
+// ElfSource it reads through may be shared between threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "venvfix/base/result.hpp"
+#include "venvfix/elf/elf_file.hpp"
+#include "venvfix/elf/elf_source.hpp"
+#include "venvfix/elf/system_view.hpp"
+
+namespace venvfix::elf {
+
+namespace fs = std::filesystem;
+
+enum class SearchStep {
+  already_loaded,  // bound to an object loaded before (by name or soname)
+  rpath,  // a DT_RPATH entry (of via_object: the needing object, a loader, the main program)
+  ld_library_path,  // an LD_LIBRARY_PATH entry
+  runpath,          // a DT_RUNPATH entry of the needing object
+  ld_cache,         // /etc/ld.so.cache
+  default_dir,      // a default directory
+  direct_path,      // the name contains '/': used as a path
+};
+
+std::string_view search_step_name(SearchStep step);
+
+struct Resolution {
+  std::string soname;            // the name asked for (DT_NEEDED string, dlopen argument)
+  std::optional<fs::path> path;  // the file the loader opens; none: unresolved
+  SearchStep step = SearchStep::default_dir;  // how it was found (meaningful when path is set)
+  // The loaded object this binds to, in LoadGraph::objects (for resolve_dlopen: set only when
+  // it was already loaded). When a file is found whose identity equals a loaded object, that
+  // object is used: its path can then differ from `path`.
+  std::optional<std::size_t> object;
+  std::optional<std::size_t> via_object;  // whose DT_RPATH/DT_RUNPATH entry matched
+  std::string via_entry;                  // the raw entry, e.g. "$ORIGIN/../../nvidia/cudnn/lib"
+  std::vector<fs::path> searched;         // every directory tried, in order ("." = cwd)
+  bool searched_cache = false;            // the ld.so.cache was consulted
+  // Candidates passed over because they are for another class or machine.
+  std::vector<fs::path> skipped;
+  // Unresolved: the loader's message ("cannot open shared object file", "wrong ELF class:
+  // ELFCLASS32", "<path>: invalid ELF header", …).
+  std::string error;
+
+  bool resolved() const { return path.has_value(); }
+};
+
+enum class LoadReason { main_program, interpreter, preloaded, needed, dlopened };
+
+struct LoadedObject {
+  fs::path path;  // as the loader names it (l_name): not canonicalised
+  std::shared_ptr<const ElfInfo> info;
+  LoadReason reason = LoadReason::needed;
+  std::optional<std::size_t> loader;  // the object whose DT_NEEDED loaded it (l_loader)
+  std::vector<std::string> names;     // the names it was asked for by (l_libname)
+  std::vector<Resolution> needs;      // one per DT_NEEDED, in order
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+};
+
+struct LoadGraph {
+  std::vector<LoadedObject> objects;  // in load order
+  std::size_t main_program = 0;
+  std::size_t root = 0;
+  std::vector<Resolution> preloads;  // one per preloaded path, in order
+
+  // The loaded object a name binds to without a search (_dl_lookup_map), if any.
+  std::optional<std::size_t> find_loaded(std::string_view name) const;
+  // Every unresolved need: (needing object, resolution).
+  std::vector<std::pair<std::size_t, const Resolution*>> unresolved() const;
+};
+
+class Resolver {
+ public:
+  // `executable`: the main program (e.g. the venv's python). Without one, the root given to
+  // load() is the main program, as under `ld.so --list ROOT`.
+  explicit Resolver(SystemView system, std::shared_ptr<ElfSource> source = nullptr,
+                    std::optional<fs::path> executable = std::nullopt);
+
+  // Loads like ld.so: the main program, the interpreter, then each `preloaded` path (as
+  // LD_PRELOAD does), then breadth-first every DT_NEEDED; with an executable configured, the
+  // root is then loaded as dlopen(root) would, with its dependencies. Error: the root or the
+  // executable cannot be read as an ELF object.
+  Result<LoadGraph> load(const fs::path& root, std::span<const fs::path> preloaded = {});
+
+  // Where dlopen(soname) called from object `requester` would find the library: the same
+  // search as for a DT_NEEDED of `requester`. The graph is not changed.
+  Resolution resolve_dlopen(const LoadGraph& graph, std::size_t requester, std::string_view soname);
+
+  const SystemView& system() const { return m_system; }
+  ElfSource& source() { return *m_source; }
+
+ private:
+  struct SearchDir {
+    std::string dir;    // with one trailing '/', or "" for the current directory
+    std::string entry;  // the raw entry it came from
+  };
+  struct Candidate;
+  class Session;
+
+  const std::vector<SearchDir>& search_list(const LoadGraph& graph, std::size_t object,
+                                            bool runpath);
+  // The names present in a directory (nullopt: not a listable directory).
+  const std::optional<std::vector<std::string>>& listing(const std::string& dir);
+
+  SystemView m_system;
+  std::shared_ptr<ElfSource> m_source;
+  std::optional<fs::path> m_executable;
+  std::unordered_map<std::string, std::optional<std::vector<std::string>>> m_listings;
+  std::unordered_map<std::string, std::vector<SearchDir>> m_lists;  // by object path + kind
+};
+
+}  // namespace venvfix::elf

@@ -1,0 +1,233 @@
+// Reading installed distributions: discovery, the per-distribution reads (two threads), the
+// ownership map.
+#include "venvfix/dist/inventory.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
+
+#include "venvfix/base/fs.hpp"
+#include "venvfix/base/strings.hpp"
+#include "venvfix/pep/name.hpp"
+
+namespace venvfix::dist {
+
+namespace {
+
+constexpr std::size_t k_max_metadata_bytes = 16u << 20;
+constexpr std::size_t k_max_record_bytes = 64u << 20;
+
+struct Found {
+  fs::path site_packages;
+  fs::path metadata_dir;
+  bool egg_info = false;
+  bool is_directory = true;
+};
+
+// "torch-2.8.0+cu128.dist-info" -> {"torch", "2.8.0+cu128"}; "foo.egg-info" -> {"foo", ""};
+// "foo-1.0-py3.12.egg-info" -> {"foo", "1.0"}.
+std::pair<std::string, std::string> split_directory_name(std::string_view stem) {
+  std::size_t dash = stem.find('-');
+  if (dash == std::string_view::npos) return {std::string(stem), ""};
+  std::string_view version = stem.substr(dash + 1);
+  if (std::size_t second = version.find('-'); second != std::string_view::npos) {
+    version = version.substr(0, second);
+  }
+  return {std::string(stem.substr(0, dash)), std::string(version)};
+}
+
+// A natural order for versions as strings ("1.10" after "1.9"), good enough to sort a listing;
+// PEP 440 ordering belongs to pep::Version.
+bool natural_less(std::string_view a, std::string_view b) {
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    bool da = a[i] >= '0' && a[i] <= '9';
+    bool db = b[j] >= '0' && b[j] <= '9';
+    if (da && db) {
+      std::size_t ei = i;
+      std::size_t ej = j;
+      while (ei < a.size() && a[ei] >= '0' && a[ei] <= '9') ++ei;
+      while (ej < b.size() && b[ej] >= '0' && b[ej] <= '9') ++ej;
+      std::string_view na = a.substr(i, ei - i);
+      std::string_view nb = b.substr(j, ej - j);
+      while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
+      while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+void read_metadata_file(Distribution& dist, const fs::path& file) {
+  auto text = read_file(file, k_max_metadata_bytes);
+  if (!text) {
+    dist.problems.push_back(fmt::format("cannot read {}: {}", file.string(), text.error().message));
+    return;
+  }
+  auto parsed = parse_metadata(*text, file.string());
+  if (!parsed) {
+    dist.problems.push_back(parsed.error().message);
+    return;
+  }
+  dist.metadata = std::move(*parsed);
+}
+
+Distribution read_one(const Found& found) {
+  Distribution dist;
+  dist.site_packages = found.site_packages;
+  dist.metadata_dir = found.metadata_dir;
+  dist.legacy_egg_info = found.egg_info;
+  std::string stem = found.metadata_dir.stem().string();
+  auto [dir_name, dir_version] = split_directory_name(stem);
+
+  if (found.egg_info) {
+    read_metadata_file(dist,
+                       found.is_directory ? found.metadata_dir / "PKG-INFO" : found.metadata_dir);
+  } else {
+    read_metadata_file(dist, found.metadata_dir / "METADATA");
+    const fs::path record_path = found.metadata_dir / "RECORD";
+    auto record_text = read_file(record_path, k_max_record_bytes);
+    if (!record_text) {
+      dist.problems.push_back(fmt::format("cannot read {}: {}; its files are unknown",
+                                          record_path.string(), record_text.error().message));
+    } else {
+      RecordParse parsed = parse_record_lenient(*record_text, record_path.string());
+      dist.record = std::move(parsed.entries);
+      for (auto& problem : parsed.problems) dist.problems.push_back(std::move(problem));
+      if (dist.record.empty()) {
+        dist.problems.push_back(fmt::format("{} lists no files", record_path.string()));
+      }
+    }
+    if (auto installer = read_file(found.metadata_dir / "INSTALLER", 4096)) {
+      dist.installer = std::string(trim(split(*installer, '\n').front()));
+    }
+  }
+
+  dist.name = dist.metadata.name.empty() ? dir_name : dist.metadata.name;
+  dist.version = dist.metadata.version.empty() ? dir_version : dist.metadata.version;
+  dist.normalized_name = pep::normalize_name(dist.name);
+  if (!dist.metadata.name.empty() && pep::normalize_name(dir_name) != dist.normalized_name) {
+    dist.problems.push_back(fmt::format("{} holds the metadata of '{}'",
+                                        found.metadata_dir.string(), dist.metadata.name));
+  }
+  return dist;
+}
+
+Result<std::vector<Found>> discover(const env::Venv& venv) {
+  std::vector<Found> found;
+  for (const fs::path& site : venv.site_packages) {
+    std::error_code ec;
+    fs::directory_iterator it(site, ec);
+    if (ec) {
+      return make_error(ExitCode::error, "cannot list {}: {}", site.string(), ec.message());
+    }
+    for (fs::directory_iterator end; it != end; it.increment(ec)) {
+      if (ec) {
+        return make_error(ExitCode::error, "cannot list {}: {}", site.string(), ec.message());
+      }
+      const fs::path& path = it->path();
+      std::string name = path.filename().string();
+      bool dist_info = name.ends_with(".dist-info");
+      bool egg_info = name.ends_with(".egg-info");
+      if (!dist_info && !egg_info) continue;
+      std::error_code type_error;
+      bool is_directory = it->is_directory(type_error);
+      if (dist_info && !is_directory) continue;
+      found.push_back(Found{site, path, egg_info, is_directory});
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::string resolve_record_path(const fs::path& site_packages, std::string_view record_path) {
+  std::vector<std::string_view> stack;
+  std::string base = record_path.starts_with('/') ? std::string() : site_packages.string();
+  auto push_segments = [&stack](std::string_view text) {
+    for (std::string_view segment : split(text, '/')) {
+      if (segment.empty() || segment == ".") continue;
+      if (segment == "..") {
+        if (!stack.empty()) stack.pop_back();
+        continue;
+      }
+      stack.push_back(segment);
+    }
+  };
+  push_segments(base);
+  push_segments(record_path);
+  std::string out;
+  out.reserve(base.size() + record_path.size() + 1);
+  for (std::string_view segment : stack) {
+    out += '/';
+    out += segment;
+  }
+  if (out.empty()) out = "/";
+  return out;
+}
+
+const Distribution* Inventory::find(std::string_view name) const {
+  std::string wanted = pep::normalize_name(name);
+  for (const Distribution& dist : distributions) {
+    if (dist.normalized_name == wanted) return &dist;
+  }
+  return nullptr;
+}
+
+std::vector<std::size_t> Inventory::owners_of(const fs::path& path) const {
+  std::error_code ec;
+  fs::path absolute = path.is_absolute() ? path : fs::absolute(path, ec);
+  auto it = owners.find(resolve_record_path("/", absolute.string()));
+  if (it == owners.end()) return {};
+  return it->second;
+}
+
+Result<Inventory> read_inventory(const env::Venv& venv) {
+  VENVFIX_TRY_ASSIGN(std::vector<Found> found, discover(venv));
+  Inventory inventory;
+  inventory.distributions.resize(found.size());
+  // Two workers: the reads are small files, the parse is CPU; more threads buy nothing on the
+  // 2-core machines this targets and cost start-up time.
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < found.size(); i = next++) {
+      inventory.distributions[i] = read_one(found[i]);
+    }
+  };
+  if (found.size() > 8) {
+    std::thread helper(work);
+    work();
+    helper.join();
+  } else {
+    work();
+  }
+  std::stable_sort(inventory.distributions.begin(), inventory.distributions.end(),
+                   [](const Distribution& a, const Distribution& b) {
+                     if (a.normalized_name != b.normalized_name) {
+                       return a.normalized_name < b.normalized_name;
+                     }
+                     return natural_less(a.version, b.version);
+                   });
+  std::size_t total = 0;
+  for (const Distribution& dist : inventory.distributions) total += dist.record.size();
+  inventory.owners.reserve(total);
+  for (std::size_t i = 0; i < inventory.distributions.size(); ++i) {
+    const Distribution& dist = inventory.distributions[i];
+    for (const RecordEntry& entry : dist.record) {
+      auto& owners = inventory.owners[resolve_record_path(dist.site_packages, entry.path)];
+      if (owners.empty() || owners.back() != i) owners.push_back(i);
+    }
+  }
+  return inventory;
+}
+
+}  // namespace venvfix::dist
