@@ -62,7 +62,7 @@ Result<DownloadResult> finish_download(const DownloadCache& cache, const Downloa
     return make_error(ExitCode::network, "cannot download {}: got {} bytes of {}", url,
                       transfer.bytes(), *transfer.expected_total());
   }
-  std::string actual = transfer.finish_hash();
+  VENVFIX_TRY_ASSIGN(std::string actual, transfer.finish_hash());
   if (request.sha256_hex && to_lower_ascii(*request.sha256_hex) != actual) {
     return make_error(ExitCode::network,
                       "the sha256 of {} is {}, but {} was expected; the download was discarded",

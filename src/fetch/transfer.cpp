@@ -32,6 +32,11 @@ std::optional<std::uint64_t> parse_u64(std::string_view text) {
 Transfer::Transfer(std::string url, CacheTempFile file)
     : m_url(std::move(url)), m_file(std::move(file)) {}
 
+Result<std::string> Transfer::finish_hash() {
+  if (!m_hasher) return to_hex(sha256(""));
+  return m_hasher->finish(m_written);
+}
+
 Transfer::Transfer(std::string url, std::uint64_t max_bytes)
     : m_url(std::move(url)), m_max_bytes(max_bytes) {}
 
@@ -54,6 +59,8 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   curl_slist* headers = nullptr;
   if (!accept.empty()) headers = curl_slist_append(headers, ("Accept: " + accept).c_str());
   if (m_file) {
+    // The hashing thread starts with the first attempt (not for every queued download).
+    if (!m_hasher) m_hasher = std::make_unique<StreamHasher>(m_file->fd());
     // Wheels are stored as served: no transfer decoding that could change the hashed bytes.
     curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 512L * 1024L);
     m_resume_from = (m_resumable && m_written > 0) ? m_written : 0;
@@ -86,8 +93,8 @@ Status Transfer::restart() {
   m_synced = 0;
   m_resumable = false;
   m_validator.clear();
-  (void)m_hasher.finish();
   m_body.clear();
+  if (m_hasher) m_hasher->reset();
   if (m_file) return m_file->truncate();
   return ok();
 }
@@ -212,7 +219,6 @@ bool Transfer::store(const char* data, std::size_t size) {
     m_written += size;
     return true;
   }
-  m_hasher.update(std::string_view(data, size));
   std::size_t done = 0;
   while (done < size) {
     ssize_t written = ::write(m_file->fd(), data + done, size - done);
@@ -225,6 +231,7 @@ bool Transfer::store(const char* data, std::size_t size) {
     done += static_cast<std::size_t>(written);
   }
   m_written += size;
+  m_hasher->advance(m_written);
   if (m_written - m_synced >= k_writeback_chunk) {
     ::sync_file_range(m_file->fd(), static_cast<off_t>(m_synced),
                       static_cast<off_t>(m_written - m_synced), SYNC_FILE_RANGE_WRITE);

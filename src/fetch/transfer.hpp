@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "curl_support.hpp"
+#include "stream_hasher.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/fetch/cache.hpp"
@@ -50,8 +52,8 @@ class Transfer {
   std::string& body() { return m_body; }
   std::string effective_url() const;
 
-  // The sha256 of what was stored (resets the hasher).
-  std::string finish_hash() { return to_hex(m_hasher.finish()); }
+  // The sha256 of what was stored (waits for the hashing thread to catch up).
+  Result<std::string> finish_hash();
   CacheTempFile take_file() { return std::move(*m_file); }
 
   int attempt = 0;  // attempts made so far
@@ -68,7 +70,8 @@ class Transfer {
   std::string m_url;
   std::optional<CacheTempFile> m_file;
   std::uint64_t m_max_bytes = 0;
-  Sha256 m_hasher;
+  // Downloads: hashed on another thread as the file grows. Pages: not hashed.
+  std::unique_ptr<StreamHasher> m_hasher;
   std::uint64_t m_written = 0;  // body bytes stored (and hashed) so far
   std::uint64_t m_synced = 0;   // bytes handed to write-back early
   std::uint64_t m_resume_from = 0;

@@ -148,6 +148,8 @@ Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std
       m_progress->tick();
     }
     if (queue.empty() && waiting.empty() && active.empty()) break;
+    // A slot freed by a finished transfer is filled at once, not after the next poll.
+    if (!queue.empty() && active.size() < parallel) continue;
     // Sleep until curl has work, the next retry is due, or the progress line needs a redraw.
     auto timeout = std::chrono::milliseconds(100);
     if (active.empty() && !waiting.empty()) {

@@ -203,6 +203,18 @@ TEST_F(FetchDownloader, ResumesWithRangeAfterAConnectionReset) {
   expect_cache_clean(1);
 }
 
+TEST_F(FetchDownloader, StartsOverWhenTheServerIgnoresRange) {
+  std::string path = "/fault/shortnorange/1/files/big.bin";
+  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;  // the hash of the restarted stream is right
+  EXPECT_EQ((*result)[0].size, 3u * 1024 * 1024);
+  std::vector<std::string> lines = logged_requests(path);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("\"range\": \"bytes="), std::string::npos) << lines[1];
+  expect_cache_clean(1);
+}
+
 TEST_F(FetchDownloader, ShortBodyFailsAndLeavesNothing) {
   std::string url = faults().url("/fault/short/99/files/big.bin");
   std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, ""}};

@@ -12,6 +12,7 @@ Kinds:
   short    Content-Length of the whole file, half the body, then a clean close
   stall    the headers, then silence (the connection stays open; no body byte, because
            curl averages speed over a few seconds and a first burst would delay detection)
+  shortnorange  like short, and later requests ignore Range (the client must start over)
   corrupt  the whole file with one byte changed (a wrong hash)
   garbage  HTTP 200 with a malformed body of the requested page's content type
 """
@@ -45,6 +46,8 @@ class FaultHandler(IndexHandler):
             seen = self.counts.get(self.path, 0)
             self.counts[self.path] = seen + 1
         if seen >= times:
+            if kind == "shortnorange":
+                del self.headers["Range"]  # a server that cannot resume: 200 and everything
             self.serve_path(rest)
             return True
         full = self.local_path(rest)
@@ -52,7 +55,7 @@ class FaultHandler(IndexHandler):
             self.send_plain(500, "injected failure\n")
         elif kind == "429":
             self.send_plain(429, "slow down\n", [("Retry-After", "1")])
-        elif kind in ("reset", "short", "stall", "corrupt"):
+        elif kind in ("reset", "short", "shortnorange", "stall", "corrupt"):
             self.send_fault_body(kind, full)
         elif kind == "garbage":
             body = b"<a href='x.whl" if rest.endswith("/") else b'{"meta": {"api-version": '

@@ -48,6 +48,9 @@ def prefers_json(accept):
 
 class IndexHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
+    # the client's delayed ACK add ~40 ms to every small response on a kept-alive connection.
+    disable_nagle_algorithm = True
     server_version = "venvfix-test-index/1"
     root = "."
     auth = None  # "user:password"
