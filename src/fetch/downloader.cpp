@@ -175,7 +175,8 @@ Result<std::vector<DownloadResult>> Downloader::download_all(
       transfers.push_back(owned.back().get());
       names.push_back(default_name(requests[index]));
     }
-    detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), &progress);
+    detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), &progress,
+                              "download");
     Status status =
         loop.run(transfers, names, "", [&](std::size_t id, Transfer& transfer) -> Status {
           std::size_t index = to_download[id];
@@ -216,7 +217,8 @@ Result<TextResponse> Downloader::get(const std::string& url,
   }
   Transfer transfer(url, max_bytes);
   TextResponse response;
-  detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), nullptr);
+  detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), nullptr,
+                            "fetch");
   VENVFIX_TRY(loop.run({&transfer}, {url}, join(accept_headers, ", "),
                        [&](std::size_t, Transfer& done) -> Status {
                          response.status = done.status();

@@ -11,8 +11,8 @@
 namespace venvfix::fetch::detail {
 
 TransferLoop::TransferLoop(const FetchConfig& config, CURLM* multi, CURLSH* share,
-                           Progress* progress)
-    : m_config(config), m_multi(multi), m_share(share), m_progress(progress) {}
+                           Progress* progress, std::string_view verb)
+    : m_config(config), m_multi(multi), m_share(share), m_progress(progress), m_verb(verb) {}
 
 Clock::duration TransferLoop::backoff(const Transfer& transfer) {
   double delay = 0;

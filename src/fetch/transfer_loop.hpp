@@ -19,7 +19,9 @@ class TransferLoop {
   // is not retried); an Error stops the whole loop.
   using OnComplete = std::function<Status(std::size_t id, Transfer&)>;
 
-  TransferLoop(const FetchConfig& config, CURLM* multi, CURLSH* share, Progress* progress);
+  // `verb` words the errors: "download" (files) or "fetch" (pages).
+  TransferLoop(const FetchConfig& config, CURLM* multi, CURLSH* share, Progress* progress,
+               std::string_view verb);
 
   // Runs `transfers` (ids are their positions) to completion. `retry_status_codes`: whether
   // 429/5xx responses are retried (always true for downloads; page fetches too).
@@ -36,6 +38,7 @@ class TransferLoop {
   CURLM* m_multi;
   CURLSH* m_share;
   Progress* m_progress;
+  std::string_view m_verb;
   std::mt19937_64 m_random{std::random_device{}()};
 };
 
