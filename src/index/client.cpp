@@ -134,8 +134,11 @@ Result<IndexClient::Lookup> IndexClient::from_index(const std::string& index_url
     return Lookup::absent;
   }
   if (response.status < 200 || response.status > 299) {
-    return make_error(ExitCode::network, "the index page {} answered HTTP {}",
-                      display_url(page_url), response.status);
+    const char* hint = (response.status == 401 || response.status == 403)
+                           ? " (give credentials in the index URL or in ~/.netrc or $NETRC)"
+                           : "";
+    return make_error(ExitCode::network, "the index page {} answered HTTP {}{}",
+                      display_url(page_url), response.status, hint);
   }
   // Links resolve against where the page really came from (after redirects).
   std::string effective = response.effective_url.empty() ? page_url : response.effective_url;

@@ -242,6 +242,14 @@ TEST_F(IndexClientTest, IndexCredentialsReachFilesButNoMessage) {
   auto missing = client.project("absent");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message.find("hunter2"), std::string::npos) << missing.error().message;
+
+  // Without credentials the index refuses, and the error says how to give them.
+  IndexClient anonymous(config({world->auth->url("/a/simple/")}));
+  auto refused = anonymous.project("demo");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::network);
+  EXPECT_NE(refused.error().message.find("HTTP 401"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("netrc"), std::string::npos) << refused.error().message;
 }
 
 TEST(IndexConfigTest, ReadsTheEnvironmentLikePipAndUv) {

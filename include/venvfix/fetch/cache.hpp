@@ -53,7 +53,7 @@ class DownloadCache {
 
   // The blob for `sha256_hex` when present and intact (re-hashed; a damaged blob is removed).
   std::optional<fs::path> find(std::string_view sha256_hex) const;
-  // The sha256 recorded for `url` (user-info ignored), when that blob is still present.
+  // The sha256 last recorded for `url` (user-info ignored); the blob itself may be gone.
   std::optional<std::string> hash_for_url(std::string_view url) const;
   Status remember_url(std::string_view url, std::string_view sha256_hex) const;
 
