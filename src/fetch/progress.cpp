@@ -37,9 +37,11 @@ void Progress::started(std::size_t id, std::string name, std::optional<std::uint
   m_active[id] = Active{std::move(name), total, 0};
 }
 
-void Progress::update(std::size_t id, std::uint64_t bytes) {
+void Progress::update(std::size_t id, std::uint64_t bytes, std::optional<std::uint64_t> total) {
   auto it = m_active.find(id);
-  if (it != m_active.end()) it->second.bytes = bytes;
+  if (it == m_active.end()) return;
+  it->second.bytes = bytes;
+  if (total) it->second.total = total;
 }
 
 void Progress::finished(std::size_t id, std::uint64_t bytes) {

@@ -22,7 +22,8 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   void started(std::size_t id, std::string name, std::optional<std::uint64_t> total);
-  void update(std::size_t id, std::uint64_t bytes);
+  // `total`: the size the server announced, once known.
+  void update(std::size_t id, std::uint64_t bytes, std::optional<std::uint64_t> total);
   void finished(std::size_t id, std::uint64_t bytes);
   void from_cache() { ++m_cached; }
   // Redraws when due (and only on a terminal).

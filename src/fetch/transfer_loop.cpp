@@ -144,7 +144,9 @@ Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std
       }
     }
     if (m_progress != nullptr) {
-      for (std::size_t id : active) m_progress->update(id, transfers[id]->bytes());
+      for (std::size_t id : active) {
+        m_progress->update(id, transfers[id]->bytes(), transfers[id]->expected_total());
+      }
       m_progress->tick();
     }
     if (queue.empty() && waiting.empty() && active.empty()) break;
