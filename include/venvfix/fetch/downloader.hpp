@@ -1,0 +1,84 @@
+// Downloads over HTTP(S) with libcurl's multi interface: many transfers at once (HTTP/2
+// multiplexing where offered, connection reuse otherwise), retries with exponential back-off
+// and jitter on connection errors, timeouts, 429 and 5xx (honouring Retry-After), resume with
+// Range after a broken transfer, and the sha256 computed while the bytes stream in.
+//
+// Credentials come from the URL's user-info or from netrc and are used for requests only:
+// every message and log line shows URLs through redact_url. TLS certificates are always
+// verified (FetchConfig::ca_cert replaces the trusted CA bundle). Proxies come from the usual
+// environment variables (http_proxy, https_proxy, no_proxy), as libcurl reads them.
+//
+// Failure contract: every error has ExitCode::network and names the (redacted) URL; after a
+// failure no partial file remains in the cache.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "venvfix/base/result.hpp"
+#include "venvfix/fetch/config.hpp"
+
+namespace venvfix::fetch {
+
+namespace fs = std::filesystem;
+
+struct DownloadRequest {
+  std::string url;  // http(s):// or file://; may carry user-info
+  // Checked when given (a mismatch is an error naming the URL and both digests); without it
+  // the computed digest names the blob.
+  std::optional<std::string> sha256_hex;
+  std::optional<std::uint64_t> size;  // for progress, and checked when given
+  std::string display_name;           // for progress lines; default: the URL's file name
+};
+
+struct DownloadResult {
+  fs::path path;  // the blob in the content-addressed cache (read-only use)
+  std::string sha256_hex;
+  std::uint64_t size = 0;
+  bool from_cache = false;
+};
+
+// A page or other small document fetched into memory.
+struct TextResponse {
+  long status = 0;  // HTTP status (200 for file://)
+  std::string body;
+  std::string effective_url;  // after redirects (keeps the request's user-info)
+  std::string content_type;
+};
+
+class Downloader {
+ public:
+  explicit Downloader(const FetchConfig& config);
+  ~Downloader();
+  Downloader(const Downloader&) = delete;
+  Downloader& operator=(const Downloader&) = delete;
+
+  // Downloads every request into the cache (cache hits download nothing) and returns the
+  // results in request order. Stops at the first failure: transfers in flight are abandoned
+  // and their temporary files removed. Offline, a request the cache cannot answer is an error
+  // that lists every missing file.
+  Result<std::vector<DownloadResult>> download_all(std::span<const DownloadRequest> requests);
+
+  // GETs `url` into memory with the given Accept header values, following redirects, retrying
+  // like downloads. Any HTTP status is returned (the caller decides what a 404 means) once
+  // retries of 429/5xx are exhausted; transport failures are errors. file:// URLs read the file.
+  // Bodies above `max_bytes` are an error.
+  Result<TextResponse> get(const std::string& url, const std::vector<std::string>& accept_headers,
+                           std::uint64_t max_bytes = 256u << 20);
+  // get() that requires a 2xx status and returns the body.
+  Result<std::string> fetch_text(const std::string& url,
+                                 const std::vector<std::string>& accept_headers);
+
+  const FetchConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace venvfix::fetch

@@ -1,0 +1,243 @@
+#include "venvfix/fetch/downloader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "curl_support.hpp"
+#include "local_file.hpp"
+#include "progress.hpp"
+#include "transfer.hpp"
+#include "transfer_loop.hpp"
+#include "venvfix/base/log.hpp"
+#include "venvfix/base/strings.hpp"
+#include "venvfix/fetch/cache.hpp"
+
+namespace venvfix::fetch {
+
+using detail::Transfer;
+
+struct Downloader::Impl {
+  explicit Impl(const FetchConfig& c) : config(c), cache(c.cache_dir) {}
+  FetchConfig config;
+  DownloadCache cache;
+  detail::ShareHandle share;
+  detail::MultiHandle multi;
+};
+
+namespace {
+
+std::string default_name(const DownloadRequest& request) {
+  if (!request.display_name.empty()) return request.display_name;
+  std::string url = redact_url(request.url);
+  std::size_t end = url.find_first_of("?#");
+  url = url.substr(0, end);
+  std::size_t slash = url.rfind('/');
+  return slash == std::string::npos ? url : url.substr(slash + 1);
+}
+
+bool has_scheme(std::string_view url, std::string_view scheme) {
+  return url.size() > scheme.size() + 3 && to_lower_ascii(url.substr(0, scheme.size())) == scheme &&
+         url.substr(scheme.size(), 3) == "://";
+}
+
+// Checks a finished download against the request and moves it into the cache.
+Result<DownloadResult> finish_download(const DownloadCache& cache, const DownloadRequest& request,
+                                       Transfer& transfer) {
+  const std::string url = redact_url(request.url);
+  long status = transfer.status();
+  if (status != 200 && status != 206) {
+    std::string tries = transfer.attempt > 1
+                            ? fmt::format(" (gave up after {} attempts)", transfer.attempt)
+                            : std::string();
+    return make_error(ExitCode::network, "cannot download {}: {}{}", url,
+                      detail::describe_status(status), tries);
+  }
+  if (transfer.expected_total() && *transfer.expected_total() != transfer.bytes()) {
+    return make_error(ExitCode::network, "cannot download {}: got {} bytes of {}", url,
+                      transfer.bytes(), *transfer.expected_total());
+  }
+  VENVFIX_TRY_ASSIGN(std::string actual, transfer.finish_hash());
+  if (request.sha256_hex && to_lower_ascii(*request.sha256_hex) != actual) {
+    return make_error(ExitCode::network,
+                      "the sha256 of {} is {}, but {} was expected; the download was discarded",
+                      url, actual, to_lower_ascii(*request.sha256_hex));
+  }
+  if (request.size && *request.size != transfer.bytes()) {
+    return make_error(ExitCode::network,
+                      "{} has {} bytes, but {} were expected; the download was discarded", url,
+                      transfer.bytes(), *request.size);
+  }
+  std::uint64_t size = transfer.bytes();
+  VENVFIX_TRY_ASSIGN(fs::path path, cache.commit(transfer.take_file(), actual));
+  if (!request.sha256_hex) {
+    if (Status remembered = cache.remember_url(request.url, actual); !remembered) {
+      spdlog::warn("{}", remembered.error().message);
+    }
+  }
+  return DownloadResult{std::move(path), actual, size, false};
+}
+
+}  // namespace
+
+Downloader::Downloader(const FetchConfig& config) : m_impl(std::make_unique<Impl>(config)) {
+  detail::ensure_curl_initialised();
+  m_impl->share = detail::make_share();
+  m_impl->multi.reset(curl_multi_init());
+  long parallel = std::clamp(config.parallel, 1, 64);
+  curl_multi_setopt(m_impl->multi.get(), CURLMOPT_MAX_HOST_CONNECTIONS, parallel);
+  curl_multi_setopt(m_impl->multi.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, parallel);
+  curl_multi_setopt(m_impl->multi.get(), CURLMOPT_PIPELINING,
+                    static_cast<long>(CURLPIPE_MULTIPLEX));
+  if (!config.cache_dir.empty()) m_impl->cache.remove_stale_temp_files(std::chrono::hours(24));
+}
+
+Downloader::~Downloader() = default;
+
+const FetchConfig& Downloader::config() const {
+  return m_impl->config;
+}
+
+Result<std::vector<DownloadResult>> Downloader::download_all(
+    std::span<const DownloadRequest> requests) {
+  const DownloadCache& cache = m_impl->cache;
+  if (cache.root().empty() && !requests.empty()) {
+    return make_error(ExitCode::usage, "no download cache directory is configured (--cache-dir)");
+  }
+  std::vector<std::optional<DownloadResult>> results(requests.size());
+  std::vector<std::string> missing;
+  std::map<std::string, std::size_t> first_for_key;             // sha256 or URL → first request
+  std::vector<std::pair<std::size_t, std::size_t>> duplicates;  // (request, same as)
+  std::vector<std::size_t> to_download;
+  std::uint64_t known_total = 0;
+  std::size_t cached = 0;
+
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const DownloadRequest& request = requests[i];
+    std::optional<std::string> hex = request.sha256_hex;
+    if (hex) {
+      *hex = to_lower_ascii(*hex);
+      if (!sha256_from_hex(*hex)) {
+        return make_error(ExitCode::usage, "the sha256 given for {} is not 64 hex digits: '{}'",
+                          redact_url(request.url), printable_excerpt(*hex));
+      }
+    }
+    std::optional<std::string> known = hex ? hex : cache.hash_for_url(request.url);
+    if (known) {
+      if (std::optional<fs::path> path = cache.find(*known)) {
+        std::error_code error;
+        auto size = static_cast<std::uint64_t>(fs::file_size(*path, error));
+        results[i] = DownloadResult{*path, *known, size, true};
+        ++cached;
+        continue;
+      }
+    }
+    std::string key = hex ? *hex : redact_url(request.url);
+    if (auto [it, inserted] = first_for_key.emplace(key, i); !inserted) {
+      duplicates.emplace_back(i, it->second);
+      continue;
+    }
+    if (has_scheme(request.url, "file")) {
+      VENVFIX_TRY_ASSIGN(results[i], detail::copy_local_file(cache, request));
+      continue;
+    }
+    if (!has_scheme(request.url, "http") && !has_scheme(request.url, "https")) {
+      return make_error(ExitCode::usage, "cannot download {}: only http, https and file URLs work",
+                        redact_url(request.url));
+    }
+    if (m_impl->config.offline) {
+      missing.push_back(fmt::format("{} ({})", default_name(request), redact_url(request.url)));
+      continue;
+    }
+    to_download.push_back(i);
+    known_total += request.size.value_or(0);
+  }
+  if (!missing.empty()) {
+    return make_error(ExitCode::network, "offline, and {} file{} not in the cache {}: {}",
+                      missing.size(), missing.size() == 1 ? " is" : "s are", cache.root().string(),
+                      join(missing, ", "));
+  }
+
+  detail::Progress progress(m_impl->config.progress, requests.size(), known_total);
+  for (std::size_t i = 0; i < cached; ++i) progress.from_cache();
+  if (!to_download.empty()) {
+    std::vector<std::unique_ptr<Transfer>> owned;
+    std::vector<Transfer*> transfers;
+    std::vector<std::string> names;
+    for (std::size_t index : to_download) {
+      VENVFIX_TRY_ASSIGN(CacheTempFile file, cache.create_temp());
+      owned.push_back(std::make_unique<Transfer>(requests[index].url, std::move(file)));
+      transfers.push_back(owned.back().get());
+      names.push_back(default_name(requests[index]));
+    }
+    detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), &progress,
+                              "download");
+    Status status =
+        loop.run(transfers, names, "", [&](std::size_t id, Transfer& transfer) -> Status {
+          std::size_t index = to_download[id];
+          VENVFIX_TRY_ASSIGN(results[index], finish_download(cache, requests[index], transfer));
+          return ok();
+        });
+    if (!status) {
+      progress.clear();
+      return std::move(status).error();
+    }
+  }
+  for (auto [index, same_as] : duplicates) {
+    results[index] = results[same_as];
+    if (requests[index].sha256_hex &&
+        to_lower_ascii(*requests[index].sha256_hex) != results[index]->sha256_hex) {
+      return make_error(ExitCode::network, "the sha256 of {} is {}, but {} was expected",
+                        redact_url(requests[index].url), results[index]->sha256_hex,
+                        to_lower_ascii(*requests[index].sha256_hex));
+    }
+  }
+  progress.summary();
+  std::vector<DownloadResult> out;
+  out.reserve(results.size());
+  for (auto& result : results) out.push_back(std::move(*result));
+  return out;
+}
+
+Result<TextResponse> Downloader::get(const std::string& url,
+                                     const std::vector<std::string>& accept_headers,
+                                     std::uint64_t max_bytes) {
+  if (has_scheme(url, "file")) return detail::read_local_text(url, max_bytes);
+  if (!has_scheme(url, "http") && !has_scheme(url, "https")) {
+    return make_error(ExitCode::usage, "cannot fetch {}: only http, https and file URLs work",
+                      redact_url(url));
+  }
+  if (m_impl->config.offline) {
+    return make_error(ExitCode::network, "offline: not fetching {}", redact_url(url));
+  }
+  Transfer transfer(url, max_bytes);
+  TextResponse response;
+  detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), nullptr,
+                            "fetch");
+  VENVFIX_TRY(loop.run({&transfer}, {url}, join(accept_headers, ", "),
+                       [&](std::size_t, Transfer& done) -> Status {
+                         response.status = done.status();
+                         response.body = std::move(done.body());
+                         response.effective_url = done.effective_url();
+                         response.content_type = done.content_type();
+                         return ok();
+                       }));
+  return response;
+}
+
+Result<std::string> Downloader::fetch_text(const std::string& url,
+                                           const std::vector<std::string>& accept_headers) {
+  VENVFIX_TRY_ASSIGN(TextResponse response, get(url, accept_headers));
+  if (response.status < 200 || response.status > 299) {
+    return make_error(ExitCode::network, "cannot fetch {}: {}", redact_url(url),
+                      detail::describe_status(response.status));
+  }
+  return std::move(response.body);
+}
+
+}  // namespace venvfix::fetch

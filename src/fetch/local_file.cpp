@@ -1,0 +1,115 @@
+#include "local_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "venvfix/base/log.hpp"
+#include "venvfix/base/sha256.hpp"
+#include "venvfix/base/strings.hpp"
+
+namespace venvfix::fetch::detail {
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Result<fs::path> local_path(std::string_view url) {
+  std::string_view rest = url;
+  if (!to_lower_ascii(rest.substr(0, 7)).starts_with("file://")) {
+    return make_error(ExitCode::usage, "{} is not a file:// URL", redact_url(url));
+  }
+  rest.remove_prefix(7);
+  if (to_lower_ascii(rest.substr(0, 9)) == "localhost") rest.remove_prefix(9);
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  if (rest.empty() || rest.front() != '/') {
+    return make_error(ExitCode::usage, "{} is not a local absolute file:// URL", redact_url(url));
+  }
+  std::string path;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == '%' && i + 2 < rest.size() && hex_digit(rest[i + 1]) >= 0 &&
+        hex_digit(rest[i + 2]) >= 0) {
+      path.push_back(static_cast<char>(hex_digit(rest[i + 1]) * 16 + hex_digit(rest[i + 2])));
+      i += 2;
+    } else {
+      path.push_back(rest[i]);
+    }
+  }
+  if (path.find('\0') != std::string::npos) {
+    return make_error(ExitCode::usage, "{} is not a usable file:// URL", redact_url(url));
+  }
+  return fs::path(path);
+}
+
+Result<DownloadResult> copy_local_file(const DownloadCache& cache, const DownloadRequest& request) {
+  VENVFIX_TRY_ASSIGN(fs::path source, local_path(request.url));
+  int fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
+                      errno_message(errno));
+  }
+  Fd input(fd);
+  VENVFIX_TRY_ASSIGN(CacheTempFile file, cache.create_temp());
+  Sha256 hasher;
+  std::vector<char> buffer(1u << 20);
+  std::uint64_t size = 0;
+  for (;;) {
+    ssize_t got = ::read(input.get(), buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
+                        errno_message(errno));
+    }
+    if (got == 0) break;
+    auto length = static_cast<std::size_t>(got);
+    hasher.update(std::string_view(buffer.data(), length));
+    for (std::size_t done = 0; done < length;) {
+      ssize_t written = ::write(file.fd(), buffer.data() + done, length - done);
+      if (written < 0 && errno == EINTR) continue;
+      if (written < 0) {
+        return make_error(ExitCode::error, "cannot write {}: {}", file.path().string(),
+                          errno_message(errno));
+      }
+      done += static_cast<std::size_t>(written);
+    }
+    size += length;
+  }
+  std::string actual = to_hex(hasher.finish());
+  if (request.sha256_hex && to_lower_ascii(*request.sha256_hex) != actual) {
+    return make_error(ExitCode::network, "the sha256 of {} is {}, but {} was expected",
+                      source.string(), actual, to_lower_ascii(*request.sha256_hex));
+  }
+  if (request.size && *request.size != size) {
+    return make_error(ExitCode::network, "{} has {} bytes, but {} were expected", source.string(),
+                      size, *request.size);
+  }
+  VENVFIX_TRY_ASSIGN(fs::path path, cache.commit(std::move(file), actual));
+  return DownloadResult{std::move(path), actual, size, false};
+}
+
+Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes) {
+  VENVFIX_TRY_ASSIGN(fs::path path, local_path(url));
+  TextResponse response;
+  response.effective_url = std::string(url);
+  std::error_code error;
+  if (!fs::exists(path, error)) {
+    response.status = 404;
+    return response;
+  }
+  Result<std::string> text = read_file(path, static_cast<std::size_t>(max_bytes));
+  if (!text) return Error{ExitCode::network, text.error().message};
+  response.status = 200;
+  response.body = std::move(*text);
+  return response;
+}
+
+}  // namespace venvfix::fetch::detail

@@ -1,0 +1,101 @@
+// One download (or page fetch) across its attempts: the curl easy handle of the current
+// attempt, where the body goes (a cache temporary file hashed as it is written, or memory),
+// and what the last response said (status, Retry-After, validators for resuming).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "curl_support.hpp"
+#include "stream_hasher.hpp"
+#include "venvfix/base/result.hpp"
+#include "venvfix/base/sha256.hpp"
+#include "venvfix/fetch/cache.hpp"
+
+namespace venvfix::fetch::detail {
+
+using Clock = std::chrono::steady_clock;
+
+class Transfer {
+ public:
+  // A download into `file`, hashed while written.
+  Transfer(std::string url, CacheTempFile file);
+  // A page fetch into memory, up to `max_bytes`.
+  Transfer(std::string url, std::uint64_t max_bytes);
+  Transfer(Transfer&&) = delete;
+  Transfer& operator=(Transfer&&) = delete;
+  ~Transfer() = default;
+
+  // Creates the easy handle for the next attempt: resumes with Range (and If-Range) when the
+  // previous response allowed it and bytes are already stored.
+  CURL* start_attempt(const FetchConfig& config, CURLSH* share, const std::string& accept);
+  // Frees the current attempt's handle (after curl_multi_remove_handle).
+  void end_attempt();
+  CURL* easy() const { return m_easy.get(); }
+
+  // Drops stored bytes so that the next attempt starts from the beginning.
+  Status restart();
+
+  const std::string& url() const { return m_url; }
+  long status() const { return m_status; }
+  std::optional<double> retry_after() const { return m_retry_after; }
+  bool range_mismatch() const { return m_range_mismatch; }
+  const std::optional<Error>& local_error() const { return m_local_error; }
+  std::uint64_t bytes() const { return m_written; }
+  std::optional<std::uint64_t> expected_total() const { return m_expected_total; }
+  const char* error_buffer() const { return m_error_buffer; }
+  const std::string& content_type() const { return m_content_type; }
+  // For memory transfers: the body (for others, the first bytes of an error response).
+  std::string& body() { return m_body; }
+  std::string effective_url() const;
+
+  // The sha256 of what was stored (waits for the hashing thread to catch up).
+  Result<std::string> finish_hash();
+  CacheTempFile take_file() { return std::move(*m_file); }
+
+  int attempt = 0;  // attempts made so far
+  Clock::time_point not_before{};
+  std::string last_failure;  // why the latest attempt failed, for the final message
+
+ private:
+  static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* self);
+  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* self);
+  void header_line(std::string_view line);
+  bool first_body_bytes();
+  bool store(const char* data, std::size_t size);
+
+  std::string m_url;
+  std::optional<CacheTempFile> m_file;
+  std::uint64_t m_max_bytes = 0;
+  // Downloads: hashed on another thread as the file grows. Pages: not hashed.
+  std::unique_ptr<StreamHasher> m_hasher;
+  std::uint64_t m_written = 0;  // body bytes stored (and hashed) so far
+  std::uint64_t m_synced = 0;   // bytes handed to write-back early
+  std::uint64_t m_resume_from = 0;
+  bool m_resumable = false;  // the response that stored bytes accepted ranges
+  std::string m_validator;   // ETag or Last-Modified of that response, for If-Range
+
+  EasyHandle m_easy;
+  HeaderList m_headers;
+  char m_error_buffer[CURL_ERROR_SIZE] = {};
+
+  // Per response (reset at every status line, so redirects do not leak into the final one).
+  long m_status = 0;
+  std::optional<double> m_retry_after;
+  std::optional<std::uint64_t> m_range_start;
+  std::optional<std::uint64_t> m_expected_total;
+  std::string m_content_type;
+  std::string m_etag;
+  std::string m_last_modified;
+  bool m_accept_ranges = false;
+  bool m_body_started = false;
+  bool m_keep_body = false;
+  bool m_range_mismatch = false;
+  std::optional<Error> m_local_error;
+  std::string m_body;
+};
+
+}  // namespace venvfix::fetch::detail

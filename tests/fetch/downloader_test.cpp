@@ -1,0 +1,423 @@
+// The downloader against real servers on 127.0.0.1: the static index server and the
+// fault-injecting one (tests/servers). One scenario per fault; every failure must name the
+// URL, carry ExitCode::network and leave nothing but complete blobs in the cache.
+#include "venvfix/fetch/downloader.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include <gtest/gtest.h>
+
+#include "fetch/test_server.hpp"
+#include "venvfix/base/fs.hpp"
+
+namespace venvfix::fetch {
+namespace {
+
+using testing::count_files;
+using testing::TestServer;
+using testing::write_random_file;
+
+// Servers start once per suite (an interpreter takes a while on a loaded machine); every test
+// gets its own cache and uses URLs no other test uses, so the fault counters never collide.
+struct World {
+  TempDir dir;
+  fs::path root, log, cert, key;
+  std::string small_hash, big_hash;
+  std::unique_ptr<TestServer> plain, faults, auth, tls;
+};
+
+class FetchDownloader : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto dir = TempDir::create("venvfix-fetch-world-");
+    ASSERT_TRUE(dir);
+    world = new World{std::move(*dir), {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+    World& w = *world;
+    w.root = w.dir.path() / "www";
+    w.log = w.dir.path() / "requests.log";
+    w.cert = w.dir.path() / "cert.pem";
+    w.key = w.dir.path() / "key.pem";
+    w.small_hash = write_random_file(w.root / "files/small.bin", 300 * 1024, 1);
+    w.big_hash = write_random_file(w.root / "files/big.bin", 3 * 1024 * 1024, 2);
+    for (unsigned i = 0; i < 8; ++i) {
+      write_random_file(w.root / "many" / (std::to_string(i) + ".whl"), (200 + 50 * i) * 1024,
+                        10 + i);
+    }
+    std::string command =
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+        " -addext subjectAltName=IP:127.0.0.1 -keyout " +
+        w.key.string() + " -out " + w.cert.string() + " 2>/dev/null";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+    w.plain = std::make_unique<TestServer>("index_server.py", w.root,
+                                           std::vector<std::string>{"--log", w.log.string()});
+    w.faults = std::make_unique<TestServer>("fault_server.py", w.root,
+                                            std::vector<std::string>{"--log", w.log.string()});
+    w.auth = std::make_unique<TestServer>("index_server.py", w.root,
+                                          std::vector<std::string>{"--auth", "alice:s3cret-pw"});
+    w.tls = std::make_unique<TestServer>(
+        "index_server.py", w.root,
+        std::vector<std::string>{"--tls-cert", w.cert.string(), "--tls-key", w.key.string()});
+  }
+  static void TearDownTestSuite() {
+    delete world;
+    world = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(world->plain->running() && world->faults->running() && world->auth->running() &&
+                world->tls->running());
+    auto dir = TempDir::create("venvfix-fetch-test-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(*dir));
+    cache = m_dir->path() / "cache";
+    root = world->root;
+    small_hash = world->small_hash;
+    big_hash = world->big_hash;
+  }
+
+  FetchConfig config() const {
+    FetchConfig c;
+    c.cache_dir = cache;
+    c.timeout_seconds = 5;
+    c.retry_base_delay_seconds = 0.02;
+    c.max_retries = 3;
+    c.progress = ProgressMode::off;
+    c.netrc_file = m_dir->path() / "no-netrc";
+    return c;
+  }
+
+  // Logged requests whose path contains `needle`.
+  static std::vector<std::string> logged_requests(std::string_view needle) {
+    std::vector<std::string> lines;
+    std::string text = testing::read_text(world->log);
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find('\n', start);
+      std::string line = text.substr(start, end - start);
+      if (line.find(needle) != std::string::npos) lines.push_back(line);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return lines;
+  }
+
+  // The cache holds exactly `blobs` complete files and no temporary file.
+  void expect_cache_clean(std::size_t blobs) const {
+    EXPECT_EQ(count_files(cache / "tmp"), 0u);
+    EXPECT_EQ(count_files(cache / "wheels"), blobs);
+  }
+
+  static void expect_network_error(const Result<std::vector<DownloadResult>>& result,
+                                   const std::string& url_fragment, const std::string& words) {
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, ExitCode::network);
+    EXPECT_NE(result.error().message.find(url_fragment), std::string::npos)
+        << result.error().message;
+    EXPECT_NE(result.error().message.find(words), std::string::npos) << result.error().message;
+  }
+
+  static TestServer& plain() { return *world->plain; }
+  static TestServer& faults() { return *world->faults; }
+
+  static World* world;
+  std::optional<TempDir> m_dir;
+  fs::path root, cache;
+  std::string small_hash, big_hash;
+};
+
+World* FetchDownloader::world = nullptr;
+
+TEST_F(FetchDownloader, DownloadsInParallelAndSecondRunUsesTheCache) {
+  std::vector<DownloadRequest> requests;
+  for (unsigned i = 0; i < 8; ++i) {
+    // Half with the index's hash, half without (the computed digest names the blob).
+    fs::path file = root / "many" / (std::to_string(i) + ".whl");
+    DownloadRequest request{plain().url("/many/" + std::to_string(i) + ".whl"), std::nullopt,
+                            std::nullopt, ""};
+    if (i % 2 == 0) request.sha256_hex = to_hex(*sha256_file(file));
+    requests.push_back(request);
+  }
+  auto first = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(first) << first.error().message;
+  for (unsigned i = 0; i < 8; ++i) {
+    fs::path file = root / "many" / (std::to_string(i) + ".whl");
+    EXPECT_EQ((*first)[i].sha256_hex, to_hex(*sha256_file(file)));
+    EXPECT_FALSE((*first)[i].from_cache);
+    EXPECT_EQ((*first)[i].size, (200 + 50 * i) * 1024u);
+    EXPECT_EQ(to_hex(*sha256_file((*first)[i].path)), (*first)[i].sha256_hex);
+  }
+  expect_cache_clean(8);
+  EXPECT_EQ(logged_requests("/many/").size(), 8u);
+
+  auto second = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(second) << second.error().message;
+  for (const DownloadResult& result : *second) EXPECT_TRUE(result.from_cache);
+  EXPECT_EQ(logged_requests("/many/").size(), 8u);  // nothing downloaded
+}
+
+TEST_F(FetchDownloader, RetriesServerErrors) {
+  std::string path = "/fault/500/2/files/small.bin";
+  std::vector<DownloadRequest> requests = {{faults().url(path), small_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(logged_requests(path).size(), 3u);
+  expect_cache_clean(1);
+}
+
+TEST_F(FetchDownloader, GivesUpAfterTheLastRetry) {
+  std::string url = faults().url("/fault/500/99/files/small.bin");
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  expect_network_error(result, url, "HTTP 500");
+  EXPECT_NE(result.error().message.find("4 attempts"), std::string::npos) << result.error().message;
+  expect_cache_clean(0);
+}
+
+TEST_F(FetchDownloader, HonoursRetryAfter) {
+  std::vector<DownloadRequest> requests = {
+      {faults().url("/fault/429/1/files/small.bin"), small_hash, std::nullopt, ""}};
+  auto start = std::chrono::steady_clock::now();
+  auto result = Downloader(config()).download_all(requests);
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_GE(elapsed, 0.95);  // Retry-After: 1, although the back-off alone would be 20 ms
+  expect_cache_clean(1);
+}
+
+TEST_F(FetchDownloader, ResumesWithRangeAfterAConnectionReset) {
+  std::string path = "/fault/reset/1/files/big.bin";
+  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, 3u * 1024 * 1024, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ((*result)[0].sha256_hex, big_hash);
+  std::vector<std::string> lines = logged_requests(path);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("\"range\": null"), std::string::npos) << lines[0];
+  // The second request asks only for the rest, guarded by the first response's ETag.
+  EXPECT_NE(lines[1].find("\"range\": \"bytes="), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[1].find("\"range\": \"bytes=0-"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("\"if_range\": \"\\\""), std::string::npos) << lines[1];
+  expect_cache_clean(1);
+}
+
+TEST_F(FetchDownloader, StartsOverWhenTheServerIgnoresRange) {
+  std::string path = "/fault/shortnorange/1/files/big.bin";
+  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;  // the hash of the restarted stream is right
+  EXPECT_EQ((*result)[0].size, 3u * 1024 * 1024);
+  std::vector<std::string> lines = logged_requests(path);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("\"range\": \"bytes="), std::string::npos) << lines[1];
+  expect_cache_clean(1);
+}
+
+TEST_F(FetchDownloader, ShortBodyFailsAndLeavesNothing) {
+  std::string url = faults().url("/fault/short/99/files/big.bin");
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, ""}};
+  FetchConfig c = config();
+  c.max_retries = 1;
+  auto result = Downloader(c).download_all(requests);
+  expect_network_error(result, url, "fewer bytes than it announced");
+  expect_cache_clean(0);
+}
+
+TEST_F(FetchDownloader, StalledServerHitsTheLowSpeedTimeout) {
+  std::string url = faults().url("/fault/stall/99/files/big.bin");
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, ""}};
+  FetchConfig c = config();
+  c.timeout_seconds = 1;
+  c.max_retries = 0;
+  auto start = std::chrono::steady_clock::now();
+  auto result = Downloader(c).download_all(requests);
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  expect_network_error(result, url, "stalled");
+  EXPECT_LT(elapsed, 5.0);
+  expect_cache_clean(0);
+}
+
+TEST_F(FetchDownloader, FollowsARedirectToAnotherPort) {
+  std::string target = "/files/small.bin?redirected";
+  std::string url = faults().url("/redirect/" + std::to_string(plain().port()) + target);
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  std::vector<std::string> lines = logged_requests(target);
+  ASSERT_EQ(lines.size(), 2u);  // the redirect, then the other server
+}
+
+TEST_F(FetchDownloader, BasicAuthWorksWithNetrcAndFailsClearlyWithout) {
+  std::string url = world->auth->url("/files/small.bin");
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  FetchConfig c = config();
+  auto refused = Downloader(c).download_all(requests);
+  expect_network_error(refused, url, "HTTP 401");
+  expect_cache_clean(0);
+
+  fs::path netrc = m_dir->path() / "netrc";
+  testing::write_text(netrc, "machine 127.0.0.1 login alice password s3cret-pw\n");
+  c.netrc_file = netrc;
+  auto accepted = Downloader(c).download_all(requests);
+  ASSERT_TRUE(accepted) << accepted.error().message;
+}
+
+TEST_F(FetchDownloader, CredentialsInTheUrlWorkAndNeverAppearInMessages) {
+  std::string base = "http://alice:s3cret-pw@127.0.0.1:" + std::to_string(world->auth->port());
+  std::vector<DownloadRequest> good = {{base + "/files/small.bin", small_hash, std::nullopt, ""}};
+  auto accepted = Downloader(config()).download_all(good);
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  std::vector<DownloadRequest> missing = {
+      {base + "/files/missing.bin", std::nullopt, std::nullopt, ""}};
+  auto refused = Downloader(config()).download_all(missing);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message.find("s3cret"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("127.0.0.1"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("HTTP 404"), std::string::npos);
+}
+
+TEST_F(FetchDownloader, WrongBytesForTheListedHashAreRejected) {
+  std::string url = faults().url("/fault/corrupt/99/files/small.bin");
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  expect_network_error(result, url, small_hash);  // the expected digest
+  EXPECT_NE(result.error().message.find("discarded"), std::string::npos);
+  expect_cache_clean(0);
+}
+
+TEST_F(FetchDownloader, NotFoundIsAnError) {
+  std::string url = plain().url("/files/nope.whl");
+  std::vector<DownloadRequest> requests = {
+      {url, small_hash, std::nullopt, ""},
+      {plain().url("/files/big.bin?not-found-test"), big_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(requests);
+  expect_network_error(result, url, "HTTP 404");
+  EXPECT_EQ(count_files(cache / "tmp"), 0u);
+}
+
+TEST_F(FetchDownloader, HttpsNeedsTheTestCa) {
+  std::string url = "https://127.0.0.1:" + std::to_string(world->tls->port()) + "/files/small.bin";
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  auto refused = Downloader(config()).download_all(requests);
+  expect_network_error(refused, url, "certificate");
+  expect_cache_clean(0);
+
+  FetchConfig c = config();
+  c.ca_cert = world->cert;
+  auto accepted = Downloader(c).download_all(requests);
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  EXPECT_EQ((*accepted)[0].sha256_hex, small_hash);
+}
+
+TEST_F(FetchDownloader, OfflineUsesOnlyTheCacheAndNamesWhatIsMissing) {
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin"},
+      {plain().url("/files/big.bin"), std::nullopt, std::nullopt, "big.bin"}};
+  FetchConfig offline = config();
+  offline.offline = true;
+  auto missing = Downloader(offline).download_all(requests);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ExitCode::network);
+  EXPECT_NE(missing.error().message.find("2 files are not in the cache"), std::string::npos)
+      << missing.error().message;
+  EXPECT_NE(missing.error().message.find("big.bin"), std::string::npos);
+
+  ASSERT_TRUE(Downloader(config()).download_all(requests));
+  auto cached = Downloader(offline).download_all(requests);
+  ASSERT_TRUE(cached) << cached.error().message;
+  EXPECT_TRUE((*cached)[0].from_cache && (*cached)[1].from_cache);  // by hash and by URL
+}
+
+TEST_F(FetchDownloader, DamagedCacheEntryIsDownloadedAgain) {
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""}};
+  auto first = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(first);
+  fs::path blob = (*first)[0].path;
+  fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+  testing::write_text(blob, "damaged");
+  auto second = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_FALSE((*second)[0].from_cache);
+  EXPECT_EQ(to_hex(*sha256_file(blob)), small_hash);
+}
+
+TEST_F(FetchDownloader, FileUrlsAreCopiedIntoTheCacheAndChecked) {
+  std::string url = "file://" + (root / "files/small.bin").string();
+  std::vector<DownloadRequest> good = {{url, small_hash, std::nullopt, ""}};
+  auto result = Downloader(config()).download_all(good);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_TRUE((*result)[0].path.string().starts_with(cache.string()));
+  std::vector<DownloadRequest> bad = {{url, big_hash, std::nullopt, ""}};
+  auto rejected = Downloader(config()).download_all(bad);
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().code, ExitCode::network);
+  expect_cache_clean(1);
+}
+
+TEST_F(FetchDownloader, ConcurrentProcessesShareTheCache) {
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""},
+      {plain().url("/files/big.bin"), big_hash, std::nullopt, ""}};
+  std::vector<pid_t> children;
+  for (int i = 0; i < 4; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto result = Downloader(config()).download_all(requests);
+      bool good = result && to_hex(*sha256_file((*result)[1].path)) == big_hash;
+      ::_exit(good ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  expect_cache_clean(2);
+}
+
+TEST_F(FetchDownloader, PrintsAOneLineSummary) {
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""}};
+  FetchConfig c = config();
+  c.progress = ProgressMode::automatic;
+  ::testing::internal::CaptureStderr();
+  auto result = Downloader(c).download_all(requests);
+  std::string printed = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(result);
+  EXPECT_NE(printed.find("Downloaded 1 file (300.0 KiB)"), std::string::npos) << printed;
+  EXPECT_EQ(printed.find('\x1b'), std::string::npos);  // not a terminal: no redrawing
+
+  c.progress = ProgressMode::off;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(Downloader(c).download_all(requests));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+TEST_F(FetchDownloader, GetReturnsStatusAndNegotiatesContent) {
+  testing::write_text(root / "simple/demo/index.html", "<a href='x'>x</a>");
+  testing::write_text(root / "simple/demo/index.json", "{}");
+  Downloader downloader(config());
+  auto json = downloader.get(plain().url("/simple/demo/"), {"application/vnd.pypi.simple.v1+json"});
+  ASSERT_TRUE(json) << json.error().message;
+  EXPECT_EQ(json->status, 200);
+  EXPECT_EQ(json->body, "{}");
+  EXPECT_EQ(json->content_type, "application/vnd.pypi.simple.v1+json");
+  auto html = downloader.get(plain().url("/simple/demo"), {"text/html"});
+  ASSERT_TRUE(html);
+  EXPECT_EQ(html->body, "<a href='x'>x</a>");
+  EXPECT_EQ(html->effective_url, plain().url("/simple/demo/"));  // after the redirect
+  auto missing = downloader.get(plain().url("/simple/none/"), {"text/html"});
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  auto text = downloader.fetch_text(plain().url("/simple/none/"), {});
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error().code, ExitCode::network);
+}
+
+}  // namespace
+}  // namespace venvfix::fetch
