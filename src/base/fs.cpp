@@ -130,8 +130,7 @@ Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mod
   return fsync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
 }
 
-namespace {
-FileIdentity identity_from(const struct stat& st) {
+FileIdentity file_identity_from(const struct stat& st) {
   FileIdentity id;
   id.device = st.st_dev;
   id.inode = st.st_ino;
@@ -141,14 +140,13 @@ FileIdentity identity_from(const struct stat& st) {
   id.mode = st.st_mode;
   return id;
 }
-}  // namespace
 
 Result<FileIdentity> file_identity(const fs::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
   }
-  return identity_from(st);
+  return file_identity_from(st);
 }
 
 Result<FileIdentity> file_identity_follow(const fs::path& path) {
@@ -156,7 +154,7 @@ Result<FileIdentity> file_identity_follow(const fs::path& path) {
   if (::stat(path.c_str(), &st) != 0) {
     return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
   }
-  return identity_from(st);
+  return file_identity_from(st);
 }
 
 Result<TempDir> TempDir::create(std::string_view prefix) {

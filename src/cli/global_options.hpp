@@ -1,4 +1,5 @@
-// Options every command shares, with the environment-variable defaults pip and uv users expect.
+// Options every command shares. Where one is not given on the command line, the environment
+// variables pip and uv users already set decide (index::IndexConfig::from_environment).
 #pragma once
 
 #include <optional>
@@ -9,19 +10,19 @@
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
-#include "venvfix/base/result.hpp"
+#include "venvfix/index/config.hpp"
 
 namespace venvfix::cli {
 
 struct GlobalOptions {
   std::optional<fs::path> venv;
-  std::vector<std::string> index_urls;  // --index-url first, then --extra-index-url
-  std::string index_url;
+  std::optional<std::string> index_url;
   std::vector<std::string> extra_index_urls;
   std::vector<std::string> find_links;
   bool offline = false;
-  double timeout_seconds = 30;
+  std::optional<double> timeout_seconds;
   std::optional<fs::path> cache_dir;
+  std::optional<fs::path> cert;
   bool json = false;
   int verbose = 0;
   bool quiet = false;
@@ -32,11 +33,11 @@ struct GlobalOptions {
   std::optional<fs::path> manifest_dir;
 
   Verbosity verbosity() const;
+  // The index and download configuration: the environment, then the command line on top.
+  index::IndexConfig index_config() const;
 };
 
 // Adds the global options to the top-level app.
 void add_global_options(CLI::App& app, GlobalOptions& options);
-// Fills what the command line left unset from the environment, after parsing.
-void apply_environment_defaults(GlobalOptions& options);
 
 }  // namespace venvfix::cli

@@ -61,7 +61,6 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
-  apply_environment_defaults(context.options);
   setup_logging(context.options.verbosity(), Color::automatic);
   if (!context.run) return static_cast<int>(ExitCode::usage);
   Result<int> result = context.run();

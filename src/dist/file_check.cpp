@@ -67,14 +67,7 @@ void stat_probe(Probe& probe) {
         (errno == ENOENT || errno == ENOTDIR) ? FileState::missing : FileState::unreadable;
     return;
   }
-  probe.identity.device = st.st_dev;
-  probe.identity.inode = st.st_ino;
-  probe.identity.size = static_cast<std::uint64_t>(st.st_size);
-  probe.identity.mtime_ns =
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  probe.identity.ctime_ns =
-      static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
-  probe.identity.mode = st.st_mode;
+  probe.identity = file_identity_from(st);
   if (!S_ISREG(st.st_mode)) probe.state = FileState::not_regular;
 }
 

@@ -15,17 +15,6 @@ namespace venvfix::dist {
 
 namespace {
 
-FileIdentity identity_of(const struct stat& st) {
-  FileIdentity id;
-  id.device = st.st_dev;
-  id.inode = st.st_ino;
-  id.size = static_cast<std::uint64_t>(st.st_size);
-  id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
-  id.mode = st.st_mode;
-  return id;
-}
-
 bool skipped_directory(std::string_view name) {
   return name == "." || name == ".." || name == ".venvfix" || name == "__pycache__";
 }
@@ -66,7 +55,8 @@ void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFi
         continue;
       }
       if (!candidate || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) continue;
-      out.push_back(ScannedFile{dir_path + "/" + std::string(name), site_index, identity_of(st)});
+      out.push_back(
+          ScannedFile{dir_path + "/" + std::string(name), site_index, file_identity_from(st)});
     }
     ::closedir(dir);
   }

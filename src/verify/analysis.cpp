@@ -15,12 +15,16 @@ bool Analysis::has_problems(bool strict) const {
                      [&](const Finding& f) { return strict || f.severity == Severity::problem; });
 }
 
-std::string Analysis::target_names() const {
+std::vector<std::string> Analysis::target_list() const {
   std::vector<std::string> names;
   for (const Target& target : targets) {
     names.push_back(inventory.distributions[target.dist].normalized_name);
   }
-  return join(names, ", ");
+  return names;
+}
+
+std::string Analysis::target_names() const {
+  return join(target_list(), ", ");
 }
 
 std::string Analysis::display_path(const fs::path& path) const {

@@ -50,14 +50,17 @@ void print_finding(std::ostream& out, const Palette& p, const Finding& finding) 
 }  // namespace
 
 nlohmann::json doctor_json(const Analysis& analysis) {
+  // "targets" holds names, as in the plan document; "target_details" says what was found.
   nlohmann::json targets = nlohmann::json::array();
+  nlohmann::json details = nlohmann::json::array();
   for (const Target& target : analysis.targets) {
     const auto& dist = analysis.inventory.distributions[target.dist];
+    targets.push_back(dist.normalized_name);
     nlohmann::json entry = {{"dist", dist.normalized_name}, {"version", dist.version}};
     if (target.cuda_major != 0) entry["cuda_major"] = target.cuda_major;
     if (!target.cuda_version.empty()) entry["cuda"] = target.cuda_version;
     entry["elf_objects"] = target.elf_objects.size();
-    targets.push_back(std::move(entry));
+    details.push_back(std::move(entry));
   }
   nlohmann::json findings = nlohmann::json::array();
   std::size_t problems = 0;
@@ -76,6 +79,7 @@ nlohmann::json doctor_json(const Analysis& analysis) {
           {"venv", analysis.venv.root.string()},
           {"python", fmt::format("{}.{}", analysis.venv.python.major, analysis.venv.python.minor)},
           {"targets", std::move(targets)},
+          {"target_details", std::move(details)},
           {"summary",
            {{"problems", problems},
             {"warnings", analysis.findings.size() - problems},

@@ -54,13 +54,17 @@ void check_requirements(Analysis& analysis, const manifest::Manifests& manifests
         finding.dist = pep::normalize_name(requirement->name);
         finding.requirement = requirement->to_string();
         finding.required_by = from.normalized_name;
+        // The message leaves the marker out: it was true, which is all the reader needs.
+        std::string wanted = requirement->name;
+        if (!requirement->extras.empty()) wanted += "[" + join(requirement->extras, ",") + "]";
+        wanted += requirement->specifier.to_string();
         if (installed != nullptr) {
           finding.version = installed->version;
           finding.message = fmt::format("{} requires {}, but {} {} is installed", dist_label(from),
-                                        finding.requirement, installed->name, installed->version);
+                                        wanted, installed->normalized_name, installed->version);
         } else {
-          finding.message = fmt::format("{} requires {}, which is not installed", dist_label(from),
-                                        finding.requirement);
+          finding.message =
+              fmt::format("{} requires {}, which is not installed", dist_label(from), wanted);
         }
         analysis.findings.push_back(std::move(finding));
         continue;

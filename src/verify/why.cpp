@@ -111,7 +111,7 @@ nlohmann::json why_json(const Analysis& analysis, const WhyReport& report) {
   nlohmann::json out = {{"schema", "venvfix-why/1"},
                         {"venv", analysis.venv.root.string()},
                         {"soname", report.soname},
-                        {"targets", analysis.target_names()},
+                        {"targets", analysis.target_list()},
                         {"needed_by", std::move(consumers)},
                         {"providers", std::move(providers)},
                         {"wheels", report.manifest_providers}};

@@ -81,8 +81,8 @@ TEST_F(Doctor, HealthyVenvHasNoFindings) {
   DoctorRun run = run_venvfix(scenario("healthy"), {"doctor"}, View::hermetic);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.document["schema"], "venvfix-doctor/1");
-  EXPECT_EQ(run.document["targets"][0]["dist"], "torch");
-  EXPECT_EQ(run.document["targets"][0]["cuda_major"], 12);
+  EXPECT_EQ(run.document["targets"], json::array({"torch"}));
+  EXPECT_EQ(run.document["target_details"][0]["cuda_major"], 12);
   EXPECT_TRUE(run.document["findings"].empty()) << run.document.dump(2);
   // This host has no GPU driver: libcuda.so.1 is a note, never a finding.
   for (const json& note : run.document["notes"]) EXPECT_EQ(note["provided_by"], "driver");

@@ -2,6 +2,7 @@
 // names the path and the system's reason.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -85,6 +86,9 @@ struct FileIdentity {
 
   bool operator==(const FileIdentity&) const = default;
 };
+
+// The identity of what stat(2)/lstat(2)/fstatat(2) returned.
+FileIdentity file_identity_from(const struct stat& st);
 
 // lstat(2)s `path`. A missing file is an error with message "<path>: No such file…".
 Result<FileIdentity> file_identity(const fs::path& path);

@@ -58,7 +58,8 @@ struct Analysis {
   std::vector<Finding> notes;
 
   bool has_problems(bool strict) const;
-  std::string target_names() const;
+  std::vector<std::string> target_list() const;  // normalised names
+  std::string target_names() const;              // joined with ", " for messages
   // Path relative to the site-packages holding it, for messages; absolute when outside.
   std::string display_path(const fs::path& path) const;
 };
