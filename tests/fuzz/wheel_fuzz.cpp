@@ -20,8 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   VENVFIX_FUZZ_CHECK(contents->total_size <= limits.max_total_bytes);
   for (const auto& member : contents->members) {
     VENVFIX_FUZZ_CHECK(!member.name.empty() && member.name.front() != '/');
-    VENVFIX_FUZZ_CHECK(member.name.find("..") == std::string::npos ||
-                       member.name.find("/../") == std::string::npos);
+    VENVFIX_FUZZ_CHECK(member.name != ".." && !member.name.starts_with("../") &&
+                       member.name.find("/../") == std::string::npos &&
+                       !member.name.ends_with("/.."));
   }
   auto checked = venvfix::wheel::check_wheel_bytes(*contents, bytes);
   (void)checked;

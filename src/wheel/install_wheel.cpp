@@ -1,0 +1,365 @@
+// Phase two: the wheel install scheme of pip (src/pip/_internal/operations/install/wheel.py),
+// into a staging directory laid out like the venv. docs/wheel.md, "Install scheme".
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "venvfix/base/strings.hpp"
+#include "venvfix/wheel/wheel.hpp"
+#include "wheel/entry_points.hpp"
+#include "wheel/member_stream.hpp"
+#include "wheel/staging.hpp"
+#include "wheel/zip_reader.hpp"
+
+namespace venvfix::wheel {
+
+namespace {
+
+using detail::Staging;
+
+mode_t process_umask() {
+  // /proc/self/status has it without the umask(2) set-and-restore race (Linux 4.7+).
+  if (FILE* f = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    unsigned value = 0;
+    bool found = false;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::sscanf(line, "Umask: %o", &value) == 1) {
+        found = true;
+        break;
+      }
+    }
+    std::fclose(f);
+    if (found) return static_cast<mode_t>(value & 0777);
+  }
+  mode_t old = ::umask(022);
+  ::umask(old);
+  return old;
+}
+
+std::string join_rel(std::string_view base, std::string_view sub) {
+  if (base.empty()) return std::string(sub);
+  if (sub.empty()) return std::string(base);
+  return std::string(base) + "/" + std::string(sub);
+}
+
+std::string rel_to_root(const env::Venv& venv, const fs::path& dir) {
+  return dir.lexically_normal().lexically_relative(venv.root.lexically_normal()).generic_string();
+}
+
+// What happens to one archive member.
+struct Placement {
+  bool install = false;
+  std::string rel;      // destination relative to the venv root
+  bool script = false;  // from .data/scripts: `#!python` is rewritten
+};
+
+std::string csv_field(std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct Row {
+  std::string path, hash, size;
+  bool operator<(const Row& o) const {
+    return std::tie(path, hash, size) < std::tie(o.path, o.hash, o.size);
+  }
+};
+
+std::string hash_text(const Sha256Digest& digest) {
+  return "sha256=" + to_base64url_nopad(digest);
+}
+
+bool is_entry_point_wrapper(std::string_view file, const WheelContents& contents) {
+  std::string lower = to_lower_ascii(file);
+  std::string_view match = file;
+  if (lower.ends_with(".exe") || lower.ends_with(".pya")) {
+    match.remove_suffix(4);
+  } else if (lower.ends_with("-script.py")) {
+    match.remove_suffix(10);
+  }
+  auto named = [match](const EntryPoint& e) { return e.name == match; };
+  return std::any_of(contents.console_scripts.begin(), contents.console_scripts.end(), named) ||
+         std::any_of(contents.gui_scripts.begin(), contents.gui_scripts.end(), named);
+}
+
+class Installer {
+ public:
+  Installer(const WheelContents& contents, const env::Venv& venv, const InstallOptions& options,
+            Staging& staging)
+      : m_contents(contents), m_venv(venv), m_options(options), m_staging(staging) {
+    m_umask = options.umask.value_or(process_umask());
+    m_file_mode = 0666 & ~m_umask;
+    m_exec_mode = (0777 & ~m_umask) | 0111;
+    m_lib = rel_to_root(venv, contents.root_is_purelib ? venv.purelib : venv.platlib);
+    std::string python_xy = fmt::format("python{}.{}", venv.python.major, venv.python.minor);
+    std::string headers_name = options.headers_name.value_or([&] {
+      std::string name = contents.filename.name;
+      std::replace(name.begin(), name.end(), '_', '-');
+      return name;
+    }());
+    m_scheme = {{"purelib", rel_to_root(venv, venv.purelib)},
+                {"platlib", rel_to_root(venv, venv.platlib)},
+                {"scripts", "bin"},
+                {"data", ""},
+                {"headers", "include/site/" + python_xy + "/" + headers_name}};
+    m_python = options.python_executable.value_or(venv.root / "bin" / "python").string();
+    m_display = contents.source.empty() ? contents.display_name : contents.source.string();
+  }
+
+  Result<InstallResult> run() {
+    VENVFIX_TRY(place_members());
+    VENVFIX_TRY_ASSIGN(detail::ZipReader zip,
+                       detail::ZipReader::open_file(m_contents.source, m_display));
+    std::vector<Fd> open_fd(1);
+    VENVFIX_TRY_ASSIGN(
+        auto streamed,
+        detail::stream_members(zip, m_contents, m_display, [&](std::size_t i) -> Result<int> {
+          open_fd[0] = Fd();
+          const Placement& p = m_placements[i];
+          if (!p.install) return -1;
+          const WheelMember& member = m_contents.members[i];
+          VENVFIX_TRY_ASSIGN(
+              open_fd[0], m_staging.create(p.rel, member.executable ? m_exec_mode : m_file_mode));
+          return open_fd[0].get();
+        }));
+    open_fd[0] = Fd();
+    for (std::size_t i = 0; i < m_placements.size(); ++i) {
+      const Placement& p = m_placements[i];
+      if (!p.install) continue;
+      const WheelMember& member = m_contents.members[i];
+      m_files[p.rel] = InstalledFile{p.rel, member.executable ? m_exec_mode : m_file_mode,
+                                     member.size, streamed[i].sha256};
+    }
+    VENVFIX_TRY(fix_scripts());
+    VENVFIX_TRY(generate_scripts());
+    std::string info = join_rel(m_lib, m_contents.dist_info);
+    VENVFIX_TRY(generate(info + "/INSTALLER", m_options.installer + "\n", m_file_mode));
+    if (m_options.requested == Requested::yes) {
+      VENVFIX_TRY(generate(info + "/REQUESTED", "", m_file_mode));
+    }
+    InstallResult result;
+    result.record_text = record_text();
+    VENVFIX_TRY(write_new(info + "/RECORD", result.record_text, m_file_mode));
+    result.dist_info = info;
+    for (auto& [rel, file] : m_files) result.files.push_back(std::move(file));
+    result.directories = m_staging.created_directories();
+    return result;
+  }
+
+ private:
+  Error refuse(std::string_view member, std::string_view why) const {
+    return make_error(ExitCode::usage, "{}: member {} {}; the wheel is refused", m_display, member,
+                      why);
+  }
+
+  Status claim(const std::string& rel, std::string_view member) {
+    if (rel == ".venvfix" || rel.starts_with(".venvfix/")) {
+      return refuse(member, "would be installed into the venv's .venvfix state directory");
+    }
+    if (!m_destinations.emplace(rel, std::string(member)).second) {
+      return refuse(member,
+                    fmt::format("would be installed at {}, as {} is", rel, m_destinations[rel]));
+    }
+    return ok();
+  }
+
+  std::string record_path(const std::string& rel) const {
+    return fs::path(rel).lexically_relative(m_lib).generic_string();
+  }
+
+  Status place_members() {
+    const std::string& info = m_contents.dist_info;
+    m_placements.resize(m_contents.members.size());
+    for (std::size_t i = 0; i < m_contents.members.size(); ++i) {
+      const std::string& name = m_contents.members[i].name;
+      Placement& p = m_placements[i];
+      std::string_view top = std::string_view(name).substr(0, name.find('/'));
+      p.install = true;
+      if (top.ends_with(".data") && top.size() < name.size()) {
+        std::string_view rest = std::string_view(name).substr(top.size() + 1);
+        std::size_t slash = rest.find('/');
+        std::string key(rest.substr(0, slash));
+        std::string_view sub = rest.substr(slash + 1);
+        p.rel = join_rel(m_scheme.at(key), sub);
+        if (key == "scripts") {
+          p.script = true;
+          if (is_entry_point_wrapper(sub.substr(sub.rfind('/') + 1), m_contents)) {
+            p.install = false;  // pip leaves setuptools' wrappers out (is_entrypoint_wrapper)
+          }
+        }
+      } else {
+        p.rel = join_rel(m_lib, name);
+        // Generated below: the wheel's own copies are not installed.
+        if (name == info + "/RECORD" || name == info + "/INSTALLER" ||
+            (name == info + "/REQUESTED" && m_options.requested == Requested::yes)) {
+          p.install = false;
+        }
+      }
+      if (p.install) {
+        VENVFIX_TRY(claim(p.rel, name));
+        m_installed_record[name] = record_path(p.rel);
+      }
+    }
+    m_installed_record[info + "/RECORD"] = record_path(join_rel(m_lib, info + "/RECORD"));
+    for (const char* file : {"RECORD", "INSTALLER", "REQUESTED"}) {
+      VENVFIX_TRY(claim(join_rel(m_lib, info + "/" + file), "(generated)"));
+    }
+    m_scripts = detail::console_scripts_to_generate(m_contents.console_scripts, m_venv.python.major,
+                                                    m_venv.python.minor);
+    m_scripts.insert(m_scripts.end(), m_contents.gui_scripts.begin(), m_contents.gui_scripts.end());
+    // A later script of the same name replaces an earlier one (distlib's clobber).
+    std::vector<EntryPoint> unique;
+    for (const EntryPoint& entry : m_scripts) {
+      std::erase_if(unique, [&](const EntryPoint& e) { return e.name == entry.name; });
+      unique.push_back(entry);
+    }
+    m_scripts = std::move(unique);
+    for (const EntryPoint& entry : m_scripts) {
+      VENVFIX_TRY(claim("bin/" + entry.name, "entry point " + entry.name));
+    }
+    return ok();
+  }
+
+  // pip's fix_script: a first line starting with `#!python` becomes `#!<python>\n`.
+  Status fix_scripts() {
+    for (std::size_t i = 0; i < m_placements.size(); ++i) {
+      const Placement& p = m_placements[i];
+      if (!p.install || !p.script) continue;
+      VENVFIX_TRY_ASSIGN(std::string text, m_staging.read(p.rel));
+      if (!text.starts_with("#!python")) continue;
+      std::size_t nl = text.find('\n');
+      std::string fixed =
+          "#!" + m_python + "\n" + (nl == std::string::npos ? std::string() : text.substr(nl + 1));
+      VENVFIX_TRY(m_staging.rewrite(p.rel, fixed));
+      InstalledFile& file = m_files[p.rel];
+      file.size = fixed.size();
+      file.sha256 = sha256(fixed);
+      m_changed.emplace(record_path(p.rel), p.rel);
+    }
+    return ok();
+  }
+
+  Status generate_scripts() {
+    for (const EntryPoint& entry : m_scripts) {
+      // distlib writes with the default mode, then ORs in 0555.
+      VENVFIX_TRY(generate("bin/" + entry.name, detail::launcher_script(m_python, entry),
+                           m_file_mode | 0555));
+    }
+    return ok();
+  }
+
+  Status write_new(const std::string& rel, std::string_view data, mode_t mode) {
+    VENVFIX_TRY_ASSIGN(Fd fd, m_staging.create(rel, mode));
+    VENVFIX_TRY(detail::write_all(fd.get(), std::as_bytes(std::span(data.data(), data.size())),
+                                  m_staging.describe(rel)));
+    m_files[rel] = InstalledFile{rel, static_cast<std::uint32_t>(mode), data.size(), sha256(data)};
+    return ok();
+  }
+
+  Status generate(const std::string& rel, std::string_view data, mode_t mode) {
+    VENVFIX_TRY(write_new(rel, data, mode));
+    m_generated.push_back(rel);
+    return ok();
+  }
+
+  // pip's get_csv_rows_for_installed + _normalized_outrows, written by csv.writer (CRLF).
+  std::string record_text() const {
+    std::vector<Row> rows;
+    auto installed = m_installed_record;
+    for (const dist::RecordEntry& entry : m_contents.record) {
+      const std::string& info = m_contents.dist_info;
+      if (entry.path == info + "/INSTALLER" ||
+          (entry.path == info + "/REQUESTED" && m_options.requested == Requested::yes)) {
+        continue;  // replaced by the generated file's row
+      }
+      std::string path = entry.path;
+      if (auto it = installed.find(entry.path); it != installed.end()) {
+        path = it->second;
+        installed.erase(it);
+      }
+      Row row{path, "", ""};
+      if (auto changed = m_changed.find(path); changed != m_changed.end()) {
+        const InstalledFile& file = m_files.at(changed->second);
+        row.hash = hash_text(file.sha256);
+        row.size = std::to_string(file.size);
+      } else {
+        if (entry.sha256) row.hash = hash_text(*entry.sha256);
+        if (entry.size) row.size = std::to_string(*entry.size);
+      }
+      rows.push_back(std::move(row));
+    }
+    for (const std::string& rel : m_generated) {
+      const InstalledFile& file = m_files.at(rel);
+      rows.push_back(Row{record_path(rel), hash_text(file.sha256), std::to_string(file.size)});
+    }
+    for (const auto& [member, path] : installed) rows.push_back(Row{path, "", ""});
+    std::sort(rows.begin(), rows.end());
+    std::string out;
+    for (const Row& row : rows) {
+      out += csv_field(row.path) + "," + csv_field(row.hash) + "," + csv_field(row.size) + "\r\n";
+    }
+    return out;
+  }
+
+  const WheelContents& m_contents;
+  const env::Venv& m_venv;
+  const InstallOptions& m_options;
+  Staging& m_staging;
+  mode_t m_umask = 022;
+  mode_t m_file_mode = 0644;
+  mode_t m_exec_mode = 0755;
+  std::string m_lib;
+  std::map<std::string, std::string> m_scheme;
+  std::string m_python;
+  std::string m_display;
+  std::vector<Placement> m_placements;
+  std::vector<EntryPoint> m_scripts;
+  std::unordered_map<std::string, std::string> m_destinations;  // rel -> member
+  std::map<std::string, std::string> m_installed_record;        // member -> record path
+  std::unordered_map<std::string, std::string> m_changed;       // record path -> rel, rehashed
+  std::vector<std::string> m_generated;                         // rel paths
+  std::map<std::string, InstalledFile> m_files;                 // rel -> file, sorted
+};
+
+}  // namespace
+
+Result<InstallResult> install_wheel(const WheelContents& contents, const env::Venv& venv,
+                                    const fs::path& staging_dir, const InstallOptions& options) {
+  if (contents.source.empty()) {
+    return make_error(ExitCode::error, "{}: read from memory; install_wheel needs the file",
+                      contents.display_name);
+  }
+  VENVFIX_TRY_ASSIGN(Staging staging,
+                     Staging::open(staging_dir, options.umask.value_or(process_umask())));
+  Installer installer(contents, venv, options, staging);
+  VENVFIX_TRY_ASSIGN(InstallResult result, installer.run());
+  staging.commit();
+  return result;
+}
+
+Result<InstallResult> install_wheel(const fs::path& wheel_file, const env::Venv& venv,
+                                    const fs::path& staging_dir, const InstallOptions& options) {
+  VENVFIX_TRY_ASSIGN(WheelContents contents, read_wheel(wheel_file));
+  return install_wheel(contents, venv, staging_dir, options);
+}
+
+Status check_wheel_bytes(const WheelContents& contents, std::span<const std::byte> data) {
+  VENVFIX_TRY_ASSIGN(detail::ZipReader zip,
+                     detail::ZipReader::open_memory(data, contents.display_name));
+  VENVFIX_TRY(detail::stream_members(zip, contents, contents.display_name,
+                                     [](std::size_t) -> Result<int> { return -1; }));
+  return ok();
+}
+
+}  // namespace venvfix::wheel

@@ -1,0 +1,33 @@
+// Phase two: inflating every member once, hashing it and (optionally) writing it, checked
+// against what phase one read from the central directory and RECORD.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "venvfix/base/result.hpp"
+#include "venvfix/base/sha256.hpp"
+#include "venvfix/wheel/wheel.hpp"
+#include "wheel/zip_reader.hpp"
+
+namespace venvfix::wheel::detail {
+
+// What was read of one member: its bytes' digest (always computed).
+struct StreamedMember {
+  Sha256Digest sha256{};
+};
+
+// `target(i)` is called before member i's data is read and returns a file descriptor to write
+// the bytes to, or -1 to only check them. Every member must come back with the size and, where
+// RECORD has one, the sha256 that `contents` holds; the archive must hold exactly the members
+// of `contents` (it is the same file read again). Errors name `display` and the member.
+using TargetFor = std::function<Result<int>(std::size_t member)>;
+Result<std::vector<StreamedMember>> stream_members(ZipReader& zip, const WheelContents& contents,
+                                                   const std::string& display,
+                                                   const TargetFor& target);
+
+// write(2) all of `data`, retrying on EINTR and short writes.
+Status write_all(int fd, std::span<const std::byte> data, std::string_view what);
+
+}  // namespace venvfix::wheel::detail

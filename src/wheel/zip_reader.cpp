@@ -1,0 +1,123 @@
+#include "wheel/zip_reader.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <cstring>
+
+namespace venvfix::wheel::detail {
+
+namespace {
+
+constexpr std::size_t k_read_block = 1u << 20;
+
+struct archive* new_zip_archive() {
+  struct archive* a = archive_read_new();
+  if (a == nullptr) return nullptr;
+  // Only zip, read through its central directory: the view pip's zipfile has.
+  archive_read_support_format_zip_seekable(a);
+  return a;
+}
+
+}  // namespace
+
+Error ZipReader::archive_error(std::string_view what) const {
+  const char* reason = archive_error_string(m_archive);
+  return make_error(ExitCode::usage, "{}: {}: {}", m_display, what,
+                    reason != nullptr ? reason : "unreadable zip archive");
+}
+
+Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display_name) {
+  struct archive* a = new_zip_archive();
+  if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
+  ZipReader reader(a, std::move(display_name));
+  if (archive_read_open_filename(a, path.c_str(), k_read_block) != ARCHIVE_OK) {
+    return reader.archive_error("not a readable zip archive");
+  }
+  return reader;
+}
+
+Result<ZipReader> ZipReader::open_memory(std::span<const std::byte> data,
+                                         std::string display_name) {
+  struct archive* a = new_zip_archive();
+  if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
+  ZipReader reader(a, std::move(display_name));
+  if (archive_read_open_memory(a, data.data(), data.size()) != ARCHIVE_OK) {
+    return reader.archive_error("not a readable zip archive");
+  }
+  return reader;
+}
+
+ZipReader::ZipReader(ZipReader&& other) noexcept
+    : m_archive(std::exchange(other.m_archive, nullptr)), m_display(std::move(other.m_display)) {}
+
+ZipReader::~ZipReader() {
+  if (m_archive != nullptr) archive_read_free(m_archive);
+}
+
+Result<std::optional<ZipEntry>> ZipReader::next() {
+  struct archive_entry* entry = nullptr;
+  int rc = archive_read_next_header(m_archive, &entry);
+  if (rc == ARCHIVE_EOF) return std::optional<ZipEntry>();
+  if (rc != ARCHIVE_OK || entry == nullptr) return archive_error("corrupt zip archive");
+
+  ZipEntry out;
+  const char* utf8 = archive_entry_pathname_utf8(entry);
+  if (utf8 == nullptr) {
+    out.name_ok = false;
+    const char* raw = archive_entry_pathname(entry);
+    out.name = raw != nullptr ? raw : "";
+  } else {
+    out.name = utf8;
+  }
+  switch (archive_entry_filetype(entry)) {
+    case AE_IFREG:
+      out.type = EntryType::file;
+      break;
+    case AE_IFDIR:
+      out.type = EntryType::directory;
+      break;
+    case AE_IFLNK:
+      out.type = EntryType::symlink;
+      break;
+    default:
+      out.type = EntryType::other;
+      break;
+  }
+  if (archive_entry_hardlink(entry) != nullptr) out.type = EntryType::hardlink;
+  out.permissions = static_cast<std::uint32_t>(archive_entry_perm(entry)) & 07777u;
+  out.encrypted = archive_entry_is_encrypted(entry) != 0;
+  if (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) >= 0) {
+    out.size = static_cast<std::uint64_t>(archive_entry_size(entry));
+  }
+  return std::optional<ZipEntry>(std::move(out));
+}
+
+Result<std::uint64_t> ZipReader::read_data(const std::string& member, std::uint64_t limit,
+                                           const Sink& sink) {
+  std::uint64_t total = 0;
+  for (;;) {
+    const void* block = nullptr;
+    std::size_t size = 0;
+    la_int64_t offset = 0;
+    int rc = archive_read_data_block(m_archive, &block, &size, &offset);
+    if (rc == ARCHIVE_EOF) return total;
+    if (rc != ARCHIVE_OK) return archive_error(fmt::format("member {}", member));
+    // Zip members are contiguous; a hole would mean a reader we do not expect.
+    if (offset < 0 || static_cast<std::uint64_t>(offset) != total) {
+      return make_error(ExitCode::usage, "{}: member {} has a non-contiguous data block", m_display,
+                        member);
+    }
+    if (size > limit - total) {
+      return make_error(ExitCode::usage,
+                        "{}: member {} holds more bytes than its recorded size ({})", m_display,
+                        member, limit);
+    }
+    total += size;
+    if (size != 0) {
+      VENVFIX_TRY(sink({static_cast<const std::byte*>(block), size}));
+    }
+  }
+}
+
+}  // namespace venvfix::wheel::detail

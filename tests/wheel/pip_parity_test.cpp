@@ -1,0 +1,193 @@
+// pip as a peer: the tree install_wheel stages equals, file for file, mode for mode and byte for
+// byte, what `pip install --no-deps --no-compile` installs into a fresh venv from the same wheel
+// (RECORD rows too), except INSTALLER's content and pip's direct_url.json. Wheels: ensurepip's
+// bundled pip and setuptools, and the demo wheel of make_wheels.py (every .data scheme key,
+// `#!python` scripts, an executable member, console and gui entry points, a setuptools wrapper).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "venvfix/env/venv.hpp"
+#include "venvfix/wheel/wheel.hpp"
+#include "wheel/wheel_test_support.hpp"
+
+namespace venvfix::wheel {
+namespace {
+
+using testing::TreeFile;
+
+struct Case {
+  std::string label;
+  fs::path wheel;
+  fs::path venv;
+  std::map<std::string, TreeFile> baseline;
+};
+
+class WheelPipParity : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto dir = TempDir::create("venvfix-parity-");
+    ASSERT_TRUE(dir);
+    s_dir = new TempDir(std::move(*dir));
+    s_cases = new std::vector<Case>{
+        {"pip", testing::bundled_wheel("pip"), {}, {}},
+        {"setuptools", testing::bundled_wheel("setuptools"), {}, {}},
+        {"demo", testing::test_wheels() / "demo_pkg-1.0-py3-none-any.whl", {}, {}}};
+    std::string script = "set -e; pids=''; ";
+    for (Case& c : *s_cases) {
+      ASSERT_TRUE(fs::exists(c.wheel)) << c.wheel;
+      c.venv = s_dir->path() / ("venv-" + c.label);
+      ASSERT_TRUE(test_support::make_venv(c.venv));
+      c.baseline = testing::tree_of(c.venv);
+      // The machine's pip drives the venv's interpreter (--python): sys.executable is the
+      // venv's python, as when the venv's own pip runs.
+      script += "python3 -m pip --python " +
+                testing::shell_quote((c.venv / "bin/python").string()) +
+                " --disable-pip-version-check --no-input -q install --no-deps --no-compile " +
+                testing::shell_quote(c.wheel.string()) + " >&2 & pids=\"$pids $!\"; ";
+    }
+    script += "for p in $pids; do wait $p; done";
+    ASSERT_EQ(testing::run_command("sh -c " + testing::shell_quote(script)).status, 0);
+  }
+  static void TearDownTestSuite() {
+    delete s_cases;
+    delete s_dir;
+  }
+
+  static void check_parity(const Case& c) {
+    auto venv = env::open_venv_at(c.venv);
+    ASSERT_TRUE(venv) << venv.error().message;
+    fs::path staging = s_dir->path() / ("staging-" + c.label);
+    fs::create_directories(staging);
+    InstallOptions options;
+    options.requested = Requested::yes;  // pip marks a requirement given on its command line
+    auto result = install_wheel(c.wheel, *venv, staging, options);
+    ASSERT_TRUE(result) << result.error().message;
+
+    // pip's install: everything in the venv that was not there before.
+    std::map<std::string, TreeFile> pip_tree;
+    for (auto& [path, file] : testing::tree_of(c.venv)) {
+      auto it = c.baseline.find(path);
+      if (path.ends_with("/") || (it != c.baseline.end() && it->second == file)) continue;
+      pip_tree[path] = file;
+    }
+    std::map<std::string, TreeFile> ours;
+    for (auto& [path, file] : testing::tree_of(staging)) {
+      if (!path.ends_with("/")) ours[path] = file;
+    }
+    const std::string info = result->dist_info;
+    ASSERT_EQ(ours.at(info + "/INSTALLER").content, "venvfix\n");
+    ASSERT_EQ(pip_tree.at(info + "/INSTALLER").content, "pip\n");
+    // RECORD: the same rows but INSTALLER's and direct_url.json's.
+    auto rows_without = [&](const std::string& text) {
+      std::string out;
+      std::istringstream in(text);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.starts_with(info.substr(info.rfind('/') + 1) + "/INSTALLER,") ||
+            line.starts_with(info.substr(info.rfind('/') + 1) + "/direct_url.json,")) {
+          continue;
+        }
+        out += line + "\n";
+      }
+      return out;
+    };
+    EXPECT_EQ(rows_without(ours.at(info + "/RECORD").content),
+              rows_without(pip_tree.at(info + "/RECORD").content));
+    EXPECT_EQ(ours.at(info + "/RECORD").mode, pip_tree.at(info + "/RECORD").mode);
+    for (const char* file : {"/INSTALLER", "/RECORD", "/direct_url.json"}) {
+      ours.erase(info + file);
+      pip_tree.erase(info + file);
+    }
+    std::vector<std::string> only_ours, only_pip, different;
+    for (const auto& [path, file] : ours) {
+      auto it = pip_tree.find(path);
+      if (it == pip_tree.end()) {
+        only_ours.push_back(path);
+      } else if (!(it->second == file)) {
+        different.push_back(path +
+                            fmt::format(" (mode {:o} vs pip {:o})", file.mode, it->second.mode));
+      }
+    }
+    for (const auto& [path, file] : pip_tree) {
+      if (ours.count(path) == 0) only_pip.push_back(path);
+    }
+    EXPECT_TRUE(only_ours.empty()) << "only venvfix: " << testing::join(only_ours, ", ");
+    EXPECT_TRUE(only_pip.empty()) << "only pip: " << testing::join(only_pip, ", ");
+    EXPECT_TRUE(different.empty()) << "different: " << testing::join(different, ", ");
+    EXPECT_GT(ours.size(), 3u);
+
+    // The result describes the staged tree exactly.
+    std::map<std::string, TreeFile> staged = testing::tree_of(staging);
+    std::size_t files = 0;
+    for (const auto& [path, file] : staged) files += path.ends_with("/") ? 0 : 1;
+    EXPECT_EQ(result->files.size(), files);
+    for (const InstalledFile& file : result->files) {
+      auto it = staged.find(file.path);
+      ASSERT_NE(it, staged.end()) << file.path;
+      EXPECT_EQ(file.mode, it->second.mode) << file.path;
+      EXPECT_EQ(file.size, it->second.content.size()) << file.path;
+      EXPECT_EQ(file.sha256, sha256(it->second.content)) << file.path;
+    }
+    for (const std::string& dir : result->directories) {
+      EXPECT_EQ(staged.count(dir + "/"), 1u) << dir;
+    }
+  }
+
+  // The site-packages-relative dist-info directory the demo install produced.
+  static std::string result_dist_info(const fs::path& staging) {
+    for (const auto& entry : fs::recursive_directory_iterator(staging)) {
+      if (entry.path().filename() == "demo_pkg-1.0.dist-info") {
+        return entry.path().lexically_relative(staging).generic_string();
+      }
+    }
+    return {};
+  }
+
+  static const Case& find(const std::string& label) {
+    for (const Case& c : *s_cases) {
+      if (c.label == label) return c;
+    }
+    throw std::logic_error(label);
+  }
+
+  static TempDir* s_dir;
+  static std::vector<Case>* s_cases;
+};
+
+TempDir* WheelPipParity::s_dir = nullptr;
+std::vector<Case>* WheelPipParity::s_cases = nullptr;
+
+TEST_F(WheelPipParity, BundledPip) {
+  check_parity(find("pip"));
+}
+
+TEST_F(WheelPipParity, BundledSetuptools) {
+  check_parity(find("setuptools"));
+}
+
+TEST_F(WheelPipParity, DemoWheelWithEveryScheme) {
+  check_parity(find("demo"));
+  // And the demo wheel really exercised what it is for.
+  fs::path staging = s_dir->path() / "staging-demo";
+  std::string python = (find("demo").venv / "bin/python").string();
+  auto script = read_file(staging / "bin/demo-script");
+  ASSERT_TRUE(script);
+  EXPECT_EQ(*script, "#!" + python + "\nprint('hello')\n");
+  EXPECT_TRUE(fs::exists(staging / "bin/democli"));
+  EXPECT_TRUE(fs::exists(staging / "bin/demogui"));
+  EXPECT_FALSE(fs::exists(staging / "bin/democli-script.py"));
+  auto venv = env::open_venv_at(find("demo").venv);
+  ASSERT_TRUE(venv);
+  EXPECT_TRUE(fs::exists(staging / fmt::format("include/site/python{}.{}/demo-pkg/demo.h",
+                                               venv->python.major, venv->python.minor)));
+  fs::path site = fs::path(result_dist_info(staging)).parent_path();
+  EXPECT_NE(fs::status(staging / site / "demo_pkg/tool.sh").permissions() & fs::perms::owner_exec,
+            fs::perms::none);
+  EXPECT_EQ(fs::status(staging / site / "demo_pkg/cli.py").permissions() & fs::perms::owner_exec,
+            fs::perms::none);
+  EXPECT_TRUE(fs::exists(staging / "share/demo/data.txt"));
+}
+
+}  // namespace
+}  // namespace venvfix::wheel

@@ -1,0 +1,80 @@
+// Shared by the wheel tests: the wheels make_wheels.py builds (once per process), the bundled
+// pip and setuptools wheels, and a fingerprint of a directory tree.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "env/test_support.hpp"
+#include "venvfix/base/fs.hpp"
+#include "venvfix/base/sha256.hpp"
+
+namespace venvfix::wheel::testing {
+
+using test_support::run_command;
+using test_support::shell_quote;
+
+// The directory with every wheel of make_wheels.py; built on first use, removed at exit.
+inline const fs::path& test_wheels() {
+  static TempDir* dir = [] {
+    auto made = TempDir::create("venvfix-wheels-");
+    EXPECT_TRUE(made);
+    auto* d = new TempDir(std::move(*made));
+    auto out = run_command(
+        "python3 " + shell_quote(std::string(VENVFIX_SOURCE_DIR) + "/tests/wheel/make_wheels.py") +
+        " " + shell_quote(d->path().string()));
+    EXPECT_EQ(out.status, 0);
+    return d;
+  }();
+  return dir->path();
+}
+
+// ensurepip's bundled wheel of `project` ("pip", "setuptools") for the machine's python3.
+inline fs::path bundled_wheel(const std::string& project) {
+  auto out = run_command(
+      "python3 -c 'import ensurepip, os, sys; p = ensurepip._get_packages()[sys.argv[1]]; "
+      "print(os.path.join(os.path.dirname(ensurepip.__file__), \"_bundled\", p.wheel_name))' " +
+      project);
+  while (!out.out.empty() && out.out.back() == '\n') out.out.pop_back();
+  return out.out;
+}
+
+struct TreeFile {
+  std::uint32_t mode = 0;
+  std::string content;
+  bool operator==(const TreeFile&) const = default;
+};
+// Every regular file and symlink (content: "-> target") under `root`, by relative path.
+inline std::map<std::string, TreeFile> tree_of(const fs::path& root) {
+  std::map<std::string, TreeFile> out;
+  if (!fs::exists(root)) return out;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) != 0) continue;
+    std::string rel = entry.path().lexically_relative(root).generic_string();
+    if (S_ISDIR(st.st_mode)) {
+      out[rel + "/"] = TreeFile{st.st_mode & 07777u, ""};
+    } else if (S_ISLNK(st.st_mode)) {
+      out[rel] = TreeFile{0, "-> " + fs::read_symlink(entry.path()).string()};
+    } else {
+      auto text = read_file(entry.path(), 1u << 30);
+      out[rel] = TreeFile{st.st_mode & 07777u, text ? *text : std::string("<unreadable>")};
+    }
+  }
+  return out;
+}
+
+inline std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (!out.empty()) out += separator;
+    out += part;
+  }
+  return out;
+}
+
+}  // namespace venvfix::wheel::testing
