@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -26,6 +25,18 @@ std::string first_paths(const std::vector<std::string>& paths) {
   for (std::size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + paths[i];
   if (paths.size() > shown) out += ", …";
   return out;
+}
+
+// True when `dist`'s RECORD row for the checked path agrees with the file on disk: same size,
+// and the same sha256 when the file was hashed.
+bool record_matches(const dist::Distribution& dist, const dist::FileCheck& check) {
+  for (const dist::RecordEntry& entry : dist.record) {
+    if ((dist.site_packages / entry.path).lexically_normal() != check.path) continue;
+    if (entry.size && *entry.size != check.actual_size) return false;
+    if (check.actual_sha256 && entry.sha256 && *entry.sha256 != *check.actual_sha256) return false;
+    return entry.size.has_value() || entry.sha256.has_value();
+  }
+  return false;
 }
 
 struct DistFiles {
@@ -164,10 +175,6 @@ void check_files(Analysis& analysis, const Options& options) {
   spdlog::debug("checked {} files, hashed {} ({} bytes), {} from the hash cache",
                 report.checks.size(), report.files_hashed, report.bytes_hashed, report.cache_hits);
 
-  // Every check of one path, so a mismatch can be matched against the other owners' RECORDs.
-  std::unordered_map<std::string, std::vector<const dist::FileCheck*>> by_path;
-  for (const dist::FileCheck& check : report.checks) by_path[check.path.string()].push_back(&check);
-
   std::map<std::size_t, DistFiles> per_dist;
   for (const dist::FileCheck& check : report.checks) {
     if (check.state == dist::FileState::ok) continue;
@@ -177,13 +184,14 @@ void check_files(Analysis& analysis, const Options& options) {
       files.missing.push_back(display);
       continue;
     }
-    // Present but not what this RECORD says: whose bytes are they?
+    // Present but not what this RECORD says: whose bytes are they? Another owner whose RECORD
+    // row for the same path matches what is on disk.
     std::set<std::string> content_owners;
     if (check.state == dist::FileState::size_mismatch ||
         check.state == dist::FileState::hash_mismatch) {
-      for (const dist::FileCheck* other : by_path[check.path.string()]) {
-        if (other->dist != check.dist && other->state == dist::FileState::ok) {
-          content_owners.insert(inventory.distributions[other->dist].normalized_name);
+      for (std::size_t other : inventory.owners_of(check.path)) {
+        if (other != check.dist && record_matches(inventory.distributions[other], check)) {
+          content_owners.insert(inventory.distributions[other].normalized_name);
         }
       }
     }
