@@ -71,10 +71,18 @@ void add_ghost_and_clobbered(Analysis& analysis, std::map<std::size_t, DistFiles
                                     files.mismatched.size() == 1 ? "s" : "",
                                     first_paths(files.mismatched)));
       }
-      bool all_libraries_gone = !files.missing.empty() && files.mismatched.empty();
+      // "In name only": nothing it installed outside its own metadata is left.
+      std::size_t payload = 0;
+      for (const dist::RecordEntry& entry : dist.record) {
+        fs::path path = (dist.site_packages / entry.path).lexically_normal();
+        auto [end, ignored] = std::mismatch(dist.metadata_dir.begin(), dist.metadata_dir.end(),
+                                            path.begin(), path.end());
+        if (end != dist.metadata_dir.end() && !is_bytecode(entry.path)) ++payload;
+      }
+      bool name_only = files.mismatched.empty() && files.missing.size() == payload;
       finding.message =
           fmt::format("{} is installed{}: {}", dist_label(dist),
-                      all_libraries_gone ? " in name only" : " but damaged", join(parts, "; "));
+                      name_only ? " in name only" : " but damaged", join(parts, "; "));
       analysis.findings.push_back(std::move(finding));
     }
     if (!files.clobbered.empty()) {

@@ -104,7 +104,11 @@ Status select_targets(Analysis& analysis, const Options& options) {
     chosen.push_back(static_cast<std::size_t>(torch - distributions.data()));
   } else {
     for (std::size_t i = 0; i < distributions.size(); ++i) {
-      if (!elf_objects_of(distributions[i]).empty()) chosen.push_back(i);
+      if (std::any_of(
+              distributions[i].record.begin(), distributions[i].record.end(),
+              [&](const dist::RecordEntry& e) { return looks_like_shared_object(e.path); })) {
+        chosen.push_back(i);
+      }
     }
   }
   std::sort(chosen.begin(), chosen.end());
@@ -114,6 +118,11 @@ Status select_targets(Analysis& analysis, const Options& options) {
     Target target;
     target.dist = index;
     target.elf_objects = elf_objects_of(distributions[index]);
+    // Without --target, a distribution is a target only if its shared objects are real ELF.
+    if (target.elf_objects.empty() && options.targets.empty() &&
+        distributions[index].normalized_name != "torch") {
+      continue;
+    }
     describe_cuda(target, distributions[index]);
     analysis.needed[index] = true;
     analysis.targets.push_back(std::move(target));

@@ -101,6 +101,7 @@ TEST_F(Doctor, SeedShowsTheGhostAndTheMissingSoname) {
   ASSERT_NE(ghost, nullptr);
   EXPECT_THAT(ghost->at("missing").get<std::vector<std::string>>(),
               Contains("nvidia/cudnn/lib/libcudnn.so.9"));
+  EXPECT_THAT(ghost->at("message").get<std::string>(), ::testing::HasSubstr("in name only"));
   const json* unresolved = find(run.document, "unresolved-soname", "libcudnn.so.9");
   ASSERT_NE(unresolved, nullptr);
   EXPECT_THAT(unresolved->at("needed_by").get<std::vector<std::string>>(),
@@ -142,6 +143,10 @@ TEST_F(Doctor, KilledInstallLeavesAGhostLibrary) {
               UnorderedElementsAre("ghost-files nvidia-cublas-cu12 problem",
                                    "unresolved-soname libcublasLt.so.12 problem"))
       << run.document.dump(2);
+  const json* ghost = find(run.document, "ghost-files", "nvidia-cublas-cu12");
+  ASSERT_NE(ghost, nullptr);
+  // One library gone out of several: damaged, not "in name only".
+  EXPECT_THAT(ghost->at("message").get<std::string>(), ::testing::HasSubstr("but damaged"));
 }
 
 TEST_F(Doctor, VenvWithoutPipIsDiagnosedAlike) {
