@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 
+#include "support/paths.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -56,7 +58,7 @@ std::string module_of(const fs::path& relative) {
 }
 
 TEST(ArchitectureLayering, IncludesFollowTheModuleGraph) {
-  const fs::path root = VENVFIX_SOURCE_DIR;
+  const fs::path root = venvfix::testing::source_dir();
   std::vector<std::string> violations;
   std::size_t files = 0;
   for (const char* top : {"include/venvfix", "src"}) {
@@ -83,7 +85,7 @@ TEST(ArchitectureLayering, IncludesFollowTheModuleGraph) {
 }
 
 TEST(ArchitectureLayering, PublicHeadersHideCLibraries) {
-  const fs::path root = VENVFIX_SOURCE_DIR;
+  const fs::path root = venvfix::testing::source_dir();
   const std::vector<std::string> c_headers = {"<curl/", "<archive", "<libelf", "<gelf",
                                               "<openssl/"};
   for (const auto& entry : fs::recursive_directory_iterator(root / "include/venvfix")) {

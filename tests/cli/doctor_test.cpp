@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "support/paths.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 
@@ -30,7 +31,8 @@ enum class View { hermetic, host };
 
 DoctorRun run_venvfix(const fs::path& venv, std::vector<std::string> args, View view) {
   const auto& world = venvfix::testing::test_world();
-  std::vector<std::string> argv = {VENVFIX_BINARY, "--venv", venv.string(), "--json"};
+  std::vector<std::string> argv = {venvfix::testing::venvfix_binary(), "--venv", venv.string(),
+                                   "--json"};
   if (view == View::hermetic) {
     argv.push_back("--ld-cache");
     argv.push_back(world.hermetic_cache.string());
@@ -223,20 +225,21 @@ TEST_F(Doctor, SecondRunReadsNoLibraryBytes) {
 TEST(DoctorErrors, NotAVenvIsBadUsage) {
   auto dir = TempDir::create("venvfix-not-a-venv-");
   ASSERT_TRUE(dir);
-  auto result =
-      venvfix::testing::run_command({VENVFIX_BINARY, "--venv", dir->path().string(), "doctor"});
+  auto result = venvfix::testing::run_command(
+      {venvfix::testing::venvfix_binary(), "--venv", dir->path().string(), "doctor"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, ::testing::HasSubstr(dir->path().string()));
 }
 
 TEST(DoctorErrors, UnknownFlagIsBadUsage) {
-  auto result = venvfix::testing::run_command({VENVFIX_BINARY, "doctor", "--no-such-flag"});
+  auto result = venvfix::testing::run_command(
+      {venvfix::testing::venvfix_binary(), "doctor", "--no-such-flag"});
   EXPECT_EQ(result.exit_code, 2);
 }
 
 TEST(DoctorErrors, JsonErrorDocumentOnFailure) {
   auto result = venvfix::testing::run_command(
-      {VENVFIX_BINARY, "--json", "--venv", "/nonexistent/venv", "doctor"});
+      {venvfix::testing::venvfix_binary(), "--json", "--venv", "/nonexistent/venv", "doctor"});
   EXPECT_EQ(result.exit_code, 2);
   json document = json::parse(result.out, nullptr, false);
   ASSERT_FALSE(document.is_discarded()) << result.out;

@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/paths.hpp"
 #include "venvfix/base/sha256.hpp"
 
 extern char** environ;
@@ -28,7 +29,7 @@ namespace venvfix::testing {
 namespace fs = std::filesystem;
 
 inline fs::path server_script(const char* name) {
-  return fs::path(VENVFIX_SOURCE_DIR) / "tests" / "servers" / name;
+  return venvfix::testing::source_dir() / "tests" / "servers" / name;
 }
 
 class TestServer {

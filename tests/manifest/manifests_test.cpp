@@ -1,4 +1,5 @@
 #include "venvfix/manifest/manifests.hpp"
+#include "support/paths.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,7 @@ namespace {
 
 const Manifests& real_manifests() {
   static const Manifests manifests = [] {
-    auto loaded = Manifests::load(fs::path(VENVFIX_SOURCE_DIR) / "manifests");
+    auto loaded = Manifests::load(venvfix::testing::source_dir() / "manifests");
     EXPECT_TRUE(loaded) << loaded.error().message;
     return std::move(loaded).value();
   }();

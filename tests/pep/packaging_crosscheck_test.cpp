@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "pep/crosscheck_support.hpp"
+#include "support/paths.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/pep/marker.hpp"
@@ -335,7 +336,7 @@ Oracle run_oracle(const std::filesystem::path& python, const std::vector<std::st
     std::ofstream f(in, std::ios::binary);
     for (const auto& c : cases) f << c << '\n';
   }
-  std::string script = std::string(VENVFIX_SOURCE_DIR) + "/tests/pep/packaging_oracle.py";
+  std::string script = venvfix::testing::source_dir().string() + "/tests/pep/packaging_oracle.py";
   std::string command = "PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1 " +
                         testing::shell_quote(python.string()) + " -B -I " +
                         testing::shell_quote(script) + " " + testing::shell_quote(in.string()) +

@@ -1,4 +1,5 @@
 #include "support/world.hpp"
+#include "support/paths.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,10 +18,6 @@ extern char** environ;
 
 namespace venvfix::testing {
 namespace {
-
-fs::path source_dir() {
-  return fs::path(VENVFIX_SOURCE_DIR);
-}
 
 fs::path world_script() {
   return source_dir() / "tests" / "world" / "world.py";

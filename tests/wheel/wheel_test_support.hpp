@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "env/test_support.hpp"
+#include "support/paths.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
 
@@ -25,8 +26,9 @@ inline const fs::path& test_wheels() {
     EXPECT_TRUE(made);
     auto* d = new TempDir(std::move(*made));
     auto out = run_command(
-        "python3 " + shell_quote(std::string(VENVFIX_SOURCE_DIR) + "/tests/wheel/make_wheels.py") +
-        " " + shell_quote(d->path().string()));
+        "python3 " +
+        shell_quote(venvfix::testing::source_dir().string() + "/tests/wheel/make_wheels.py") + " " +
+        shell_quote(d->path().string()));
     EXPECT_EQ(out.status, 0);
     return d;
   }();

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "support/paths.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
@@ -69,8 +70,8 @@ class TestWorld : public ::testing::Test {
 };
 
 TEST_F(TestWorld, ManifestsValidate) {
-  const CommandResult r =
-      run_command({"python3", std::string(VENVFIX_SOURCE_DIR) + "/tests/world/check_manifests.py"});
+  const CommandResult r = run_command(
+      {"python3", venvfix::testing::source_dir().string() + "/tests/world/check_manifests.py"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 

@@ -1,0 +1,73 @@
+// The plan document (`venvfix plan --json`, `venvfix plan -o FILE`, `venvfix apply PLAN`):
+// the contract's "venvfix-plan/1" schema (../shared/spec/venvfix.md, "The plan document").
+// Field names are fixed by the contract; venvfix adds a few (documented in docs/plan.md).
+//
+// Writing is deterministic: the same Plan gives byte-identical text (keys in a fixed order,
+// arrays in the order the planner made them, no timestamps).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "venvfix/base/result.hpp"
+
+namespace venvfix::plan {
+
+inline constexpr std::string_view plan_schema = "venvfix-plan/1";
+
+struct DistVersion {
+  std::string dist;  // as the distribution spells its name ("nvidia-cudnn-cu12")
+  std::string version;
+};
+
+enum class ActionKind { install, remove };
+std::string_view to_string(ActionKind kind);
+
+struct Action {
+  ActionKind kind = ActionKind::install;
+  std::string dist;
+  std::string version;
+  // install: the installed distribution this one replaces (same name, any version; also a
+  // ghost). remove: unset.
+  std::optional<DistVersion> replaces;
+  // install: the wheel chosen from the index (file name, URL without user-info, sha256 hex,
+  // size in bytes).
+  std::string file;
+  std::string url;
+  std::string sha256;
+  std::uint64_t size = 0;
+  std::vector<std::string> provides;  // sonames this action restores (install)
+  std::string reason;                 // one sentence: sonames, consumers, the rule
+  // remove: site-packages-relative paths of the removed distribution's RECORD that are kept
+  // because a remaining distribution also owns them.
+  std::vector<std::string> keep;
+};
+
+struct Plan {
+  std::string venv;      // absolute path of the venv the plan was made for
+  std::string python;    // "3.12"
+  std::string platform;  // the best platform tag of the host ("manylinux_2_36_x86_64")
+  std::vector<std::string> targets;
+  std::string state;  // state digest of the venv the plan was made from
+  nlohmann::json findings = nlohmann::json::array();  // doctor findings the plan answers
+  std::vector<Action> actions;                        // empty: nothing to do
+  // Problems the plan cannot fix (a soname nothing provides, conflicting pins): each has the
+  // finding's fields plus "message"; the rest of the plan still stands.
+  nlohmann::json unresolved = nlohmann::json::array();
+};
+
+nlohmann::json to_json(const Plan& plan);
+// to_json(plan).dump(2) plus a final newline.
+std::string to_text(const Plan& plan);
+
+// Reads a plan document. Errors (ExitCode::usage) name `source_name` and what is wrong: not
+// JSON, another schema, a missing or mistyped field, an action that is neither install nor
+// remove, an install without url/sha256 (64 hex digits)/file.
+Result<Plan> parse_plan(std::string_view text, std::string_view source_name);
+
+}  // namespace venvfix::plan
