@@ -1,0 +1,116 @@
+// Verification after a transaction moved its files, before it commits: do the targets' libraries
+// really load?
+//
+// 1. judge_targets: a fresh verify::analyze of the changed venv, read by the loader rules: no
+//    target soname may stay unresolved or escape to the system, and no ghost or clobbered
+//    distribution that the plan installed or answered may be left.
+// 2. dlopen_in_child: every library the plan installed and every target object whose load
+//    closure changed is dlopen'ed (RTLD_NOW) by the venvfix binary itself (`venvfix
+//    __load-check`, never the venv's python, which may be the broken part) in a child process
+//    with a time limit and a clean environment (no LD_LIBRARY_PATH, LD_PRELOAD or PYTHON*),
+//    each library in a process of its own, after what torch's Python-side preload would load.
+// 3. run_with_timeout runs the user's --verify-cmd.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "venvfix/base/result.hpp"
+#include "venvfix/elf/system_view.hpp"
+#include "venvfix/manifest/manifests.hpp"
+#include "venvfix/plan/document.hpp"
+#include "venvfix/verify/analysis.hpp"
+
+namespace venvfix::txn {
+
+namespace fs = std::filesystem;
+
+// ---- 1. the loader rules --------------------------------------------------------------------
+
+struct TargetVerdict {
+  std::vector<verify::Finding> failures;   // problems the transaction must not leave
+  std::vector<verify::Finding> remaining;  // other problems, reported (the plan could not fix
+                                           // them, or they are not the transaction's business)
+  bool ok() const { return failures.empty(); }
+};
+
+// Reads `after` (the analysis of the venv after the moves, same targets as the plan). Fails on:
+// an unresolved or escaped target soname, unless the plan lists it as unresolvable; a ghost or
+// clobbered distribution that the transaction installed (`installed`: normalised names) or
+// that the plan's findings name, unless the plan lists it as unresolvable.
+TargetVerdict judge_targets(const verify::Analysis& after, const plan::Plan& plan,
+                            const std::set<std::string>& installed);
+
+// For every target ELF object (absolute path): a text that changes whenever its load closure
+// does (which files it binds to, their identities, what stays unresolved). Compare the value
+// before and after a transaction to find the targets whose closure changed.
+std::map<fs::path, std::string> closure_signatures(const verify::Analysis& analysis,
+                                                   const elf::SystemView& system);
+
+// ---- 2. dlopen in a child -------------------------------------------------------------------
+
+enum class LoadStatus {
+  loaded,          // dlopen succeeded
+  driver_missing,  // only a GPU-driver soname (manifests) is missing: allowed, and said so
+  needs_python,    // a Python extension: its undefined Py* symbols come from the interpreter
+  failed,          // dlopen failed
+  crashed,         // the process loading it died from a signal
+  timed_out,       // no answer within the time limit
+};
+std::string_view to_string(LoadStatus status);
+
+struct LoadResult {
+  fs::path path;
+  LoadStatus status = LoadStatus::failed;
+  std::string message;  // dlerror() text, or what happened
+  bool ok() const {
+    return status == LoadStatus::loaded || status == LoadStatus::driver_missing ||
+           status == LoadStatus::needs_python;
+  }
+};
+
+struct LoadCheckOptions {
+  int timeout_seconds = 60;  // for the whole child
+  fs::path helper;           // the venvfix binary; default: this process's executable
+  // Loaded first (RTLD_GLOBAL, failures ignored) as torch's Python-side preload loads them.
+  std::vector<fs::path> preload;
+};
+
+// dlopens each of `files` in a child (see above); one result per file, in order. Errors only
+// when the child cannot be started or says nothing parsable.
+Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
+                                                const manifest::Manifests& manifests,
+                                                const LoadCheckOptions& options);
+
+// The helper's side (`venvfix __load-check [--preload P]… -- FILE…`): preloads, then forks one
+// process per file that dlopens it; prints one line per file to stdout:
+// "venvfix-load\t<loaded|failed|crashed>\t<path>\t<message>". Returns the exit status (0).
+int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files);
+
+// ---- 3. commands ----------------------------------------------------------------------------
+
+struct CommandOutcome {
+  int exit_code = -1;  // 128+N when killed by signal N
+  bool timed_out = false;
+  std::string output;  // stdout and stderr together (the last `max_output` bytes)
+};
+
+// Runs argv (argv[0] looked up in PATH) in its own process group, stdin from /dev/null.
+// `environment`: the whole environment ("K=V"); nullopt: this process's. After
+// `timeout_seconds` the group is killed (SIGKILL). Error: the command cannot be started.
+Result<CommandOutcome> run_with_timeout(const std::vector<std::string>& argv,
+                                        const std::optional<std::vector<std::string>>& environment,
+                                        int timeout_seconds, std::size_t max_output = 64u << 10);
+
+// This process's environment without LD_LIBRARY_PATH, LD_PRELOAD, LD_AUDIT, PYTHONPATH,
+// PYTHONHOME: the clean environment of the load check.
+std::vector<std::string> clean_environment();
+
+}  // namespace venvfix::txn

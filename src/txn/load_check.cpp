@@ -1,0 +1,114 @@
+// The loader-rule half of verification: judge_targets and closure_signatures.
+#include "venvfix/txn/load_check.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "venvfix/elf/elf_file.hpp"
+#include "venvfix/elf/resolver.hpp"
+#include "venvfix/pep/name.hpp"
+
+namespace venvfix::txn {
+
+namespace {
+
+std::set<std::string> strings_of(const nlohmann::json& list, const char* key, bool normalize) {
+  std::set<std::string> out;
+  if (!list.is_array()) return out;
+  for (const nlohmann::json& item : list) {
+    if (!item.is_object()) continue;
+    auto it = item.find(key);
+    if (it == item.end() || !it->is_string()) continue;
+    std::string value = it->get<std::string>();
+    out.insert(normalize ? pep::normalize_name(value) : value);
+  }
+  return out;
+}
+
+}  // namespace
+
+TargetVerdict judge_targets(const verify::Analysis& after, const plan::Plan& plan,
+                            const std::set<std::string>& installed) {
+  const std::set<std::string> unfixable_sonames = strings_of(plan.unresolved, "soname", false);
+  const std::set<std::string> unfixable_dists = strings_of(plan.unresolved, "dist", true);
+  std::set<std::string> answered;
+  if (plan.findings.is_array()) {
+    for (const nlohmann::json& finding : plan.findings) {
+      if (!finding.is_object() || !finding.contains("dist") || !finding["dist"].is_string()) {
+        continue;
+      }
+      std::string kind = finding.value("kind", "");
+      if (kind == "ghost-files" || kind == "clobbered-files") {
+        answered.insert(pep::normalize_name(finding["dist"].get<std::string>()));
+      }
+    }
+  }
+
+  TargetVerdict verdict;
+  for (const verify::Finding& finding : after.findings) {
+    if (finding.severity != verify::Severity::problem) continue;
+    bool fails = false;
+    switch (finding.kind) {
+      case verify::FindingKind::unresolved_soname:
+      case verify::FindingKind::escaped_soname:
+        fails = unfixable_sonames.count(finding.soname) == 0;
+        break;
+      case verify::FindingKind::ghost_files:
+      case verify::FindingKind::clobbered_files: {
+        std::string dist = pep::normalize_name(finding.dist);
+        fails = (installed.count(dist) != 0 || answered.count(dist) != 0) &&
+                unfixable_dists.count(dist) == 0;
+        break;
+      }
+      default:
+        break;
+    }
+    (fails ? verdict.failures : verdict.remaining).push_back(finding);
+  }
+  return verdict;
+}
+
+std::map<fs::path, std::string> closure_signatures(const verify::Analysis& analysis,
+                                                   const elf::SystemView& system) {
+  std::optional<fs::path> executable;
+  for (const char* name : {"bin/python3", "bin/python"}) {
+    fs::path candidate = analysis.venv.root / name;
+    if (elf::has_elf_magic(candidate)) {
+      executable = candidate;
+      break;
+    }
+  }
+  elf::Resolver resolver(system, std::make_shared<elf::ElfSource>(), executable);
+  std::map<fs::path, std::string> out;
+  for (const verify::Target& target : analysis.targets) {
+    for (const fs::path& root : target.elf_objects) {
+      auto graph = resolver.load(root, analysis.preloaded);
+      if (!graph) {
+        out[root] = "error: " + graph.error().message;
+        continue;
+      }
+      std::vector<std::string> parts;
+      for (const elf::LoadedObject& object : graph->objects) {
+        if (object.reason == elf::LoadReason::main_program ||
+            object.reason == elf::LoadReason::interpreter) {
+          continue;
+        }
+        parts.push_back(fmt::format("{} {}:{}", object.path.lexically_normal().string(),
+                                    object.device, object.inode));
+        for (const elf::Resolution& need : object.needs) {
+          if (!need.resolved()) parts.push_back("unresolved " + need.soname);
+        }
+      }
+      std::sort(parts.begin(), parts.end());
+      std::string signature;
+      for (const std::string& part : parts) signature += part + "\n";
+      out[root] = std::move(signature);
+    }
+  }
+  return out;
+}
+
+}  // namespace venvfix::txn

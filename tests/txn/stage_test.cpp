@@ -1,0 +1,188 @@
+// Downloading and staging a plan's wheels: the plan's hashes are always checked, wheels unpack
+// into the staging directory only, and a refused wheel leaves nothing in the venv.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "txn/apply_test_support.hpp"
+#include "venvfix/env/venv.hpp"
+#include "venvfix/txn/stage.hpp"
+
+namespace venvfix::txn {
+namespace {
+
+using namespace venvfix::txn::testing;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+class Stage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-stage-test-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+    m_config.cache_dir = m_dir->path() / "cache";
+    m_config.progress = fetch::ProgressMode::off;
+    m_config.max_retries = 0;
+  }
+
+  // An install action for one of the test world's wheels, as the planner would write it.
+  plan::Action world_action(const std::string& dist, const std::string& version,
+                            const std::string& file, const std::string& base_url) {
+    const fs::path wheel = venvfix::testing::test_world().wheels_dir / file;
+    auto digest = sha256_file(wheel);
+    EXPECT_TRUE(digest);
+    MadeWheel made{wheel, to_hex(*digest), fs::file_size(wheel)};
+    return install_action(dist, version, made, base_url + "/" + file);
+  }
+
+  std::optional<TempDir> m_dir;
+  fetch::FetchConfig m_config;
+};
+
+constexpr const char* k_cudnn = "nvidia_cudnn_cu12-9.10.2.21-py3-none-manylinux_2_27_x86_64.whl";
+constexpr const char* k_cublas = "nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_27_x86_64.whl";
+
+TEST_F(Stage, DownloadsFromTheIndexAndStagesLikePip) {
+  auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
+  const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
+  plan::Plan plan;
+  plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
+  plan::Action removal;
+  removal.kind = plan::ActionKind::remove;
+  removal.dist = "nvidia-cublas";
+  plan.actions.push_back(removal);
+  plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+
+  fetch::Downloader downloader(m_config);
+  auto fetched = download_plan_wheels(plan, downloader);
+  ASSERT_TRUE(fetched) << fetched.error().message;
+  ASSERT_EQ(fetched->size(), 2u);
+  EXPECT_EQ((*fetched)[0].action, 0u);
+  EXPECT_EQ((*fetched)[1].action, 2u);
+  EXPECT_FALSE((*fetched)[0].from_cache);
+
+  fs::path venv_root = venvfix::testing::make_scenario("healthy", m_dir->path());
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  const fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  std::vector<StageItem> items;
+  for (const FetchedWheel& wheel : *fetched) {
+    items.push_back(
+        {wheel.action, wheel.path, plan.actions[wheel.action].file, wheel::Requested::no});
+  }
+  auto before = fingerprint(venv_root);
+  auto staged = stage_wheels(*venv, plan, items, staging);
+  ASSERT_TRUE(staged) << staged.error().message;
+  ASSERT_EQ(staged->size(), 2u);
+  EXPECT_EQ((*staged)[0].dist, "nvidia-cudnn-cu12");
+  EXPECT_EQ((*staged)[1].version, "12.8.4.1");
+  // Every file the result lists is in staging, and the venv did not change.
+  const std::string site = venv->purelib.lexically_relative(venv->root).generic_string();
+  std::vector<std::string> paths;
+  for (const StagedWheel& wheel : *staged) {
+    for (const wheel::InstalledFile& file : wheel.install.files) {
+      EXPECT_TRUE(fs::is_regular_file(staging / file.path)) << file.path;
+      paths.push_back(file.path);
+    }
+  }
+  EXPECT_THAT(paths, Contains(site + "/nvidia/cudnn/lib/libcudnn.so.9"));
+  EXPECT_THAT(paths, Contains(site + "/nvidia_cudnn_cu12-9.10.2.21.dist-info/INSTALLER"));
+  auto installer = read_file(staging / site / "nvidia_cudnn_cu12-9.10.2.21.dist-info/INSTALLER");
+  ASSERT_TRUE(installer);
+  EXPECT_EQ(*installer, "venvfix\n");
+  // The staged tree equals what the venv's pip put there (same wheel, same scheme).
+  auto pip_bytes = read_file(venv_root / site / "nvidia/cudnn/lib/libcudnn.so.9", 1u << 30);
+  auto our_bytes = read_file(staging / site / "nvidia/cudnn/lib/libcudnn.so.9", 1u << 30);
+  ASSERT_TRUE(pip_bytes && our_bytes);
+  EXPECT_EQ(*pip_bytes, *our_bytes);
+  EXPECT_EQ(fingerprint(venv_root), before);
+
+  // A second download is served by the cache.
+  auto again = download_plan_wheels(plan, downloader);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE((*again)[0].from_cache);
+}
+
+TEST_F(Stage, AWrongHashIsANetworkErrorAndNothingIsCached) {
+  auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
+  const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
+  plan::Plan plan;
+  plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
+  plan.actions[0].sha256 = std::string(64, 'a');
+  fetch::Downloader downloader(m_config);
+  auto fetched = download_plan_wheels(plan, downloader);
+  ASSERT_FALSE(fetched);
+  EXPECT_EQ(fetched.error().code, ExitCode::network);
+  EXPECT_THAT(fetched.error().message, HasSubstr(k_cudnn));
+  std::size_t blobs = 0;
+  if (fs::exists(m_config.cache_dir / "wheels")) {
+    for (const auto& entry : fs::recursive_directory_iterator(m_config.cache_dir / "wheels")) {
+      blobs += entry.is_regular_file() ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(blobs, 0u);
+}
+
+TEST_F(Stage, AWheelThatIsNotTheActionsIsRefused) {
+  fs::path tree = m_dir->path() / "tree";
+  write_text(tree / "demo/__init__.py", "x = 1\n");
+  MadeWheel wheel = make_wheel(m_dir->path() / "wheels", "demo", "1.0", tree, {"--purelib"});
+  plan::Plan plan;
+  plan.actions.push_back(install_action("demo", "2.0", wheel, file_url(wheel.path)));
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no};
+  auto staged = stage_wheels(*venv, plan, std::span(&item, 1), staging);
+  ASSERT_FALSE(staged);
+  EXPECT_EQ(staged.error().code, ExitCode::usage);
+  EXPECT_THAT(staged.error().message, HasSubstr("demo 2.0"));
+  EXPECT_TRUE(fs::is_empty(staging));
+}
+
+TEST_F(Stage, AHostileWheelIsRefusedAndStagingStaysEmpty) {
+  fs::path tree = m_dir->path() / "tree";
+  write_text(tree / "demo/__init__.py", "x = 1\n");
+  MadeWheel wheel = make_wheel(m_dir->path() / "wheels", "demo", "1.0", tree,
+                               {"--purelib", "--raw", "../../../../escaped.txt=owned"});
+  plan::Plan plan;
+  plan.actions.push_back(install_action("demo", "1.0", wheel, file_url(wheel.path)));
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no};
+  auto staged = stage_wheels(*venv, plan, std::span(&item, 1), staging);
+  ASSERT_FALSE(staged);
+  EXPECT_EQ(staged.error().code, ExitCode::usage);
+  EXPECT_THAT(staged.error().message, HasSubstr("escaped.txt"));
+  EXPECT_TRUE(fs::is_empty(staging));
+  EXPECT_FALSE(fs::exists(m_dir->path() / "escaped.txt"));
+}
+
+TEST_F(Stage, TwoWheelsWritingOnePathAreRefused) {
+  fs::path tree = m_dir->path() / "tree";
+  write_text(tree / "shared/data.txt", "one\n");
+  MadeWheel first = make_wheel(m_dir->path() / "wheels", "first", "1.0", tree, {"--purelib"});
+  MadeWheel second = make_wheel(m_dir->path() / "wheels", "second", "1.0", tree, {"--purelib"});
+  plan::Plan plan;
+  plan.actions.push_back(install_action("first", "1.0", first, file_url(first.path)));
+  plan.actions.push_back(install_action("second", "1.0", second, file_url(second.path)));
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  std::vector<StageItem> items = {{0, first.path, first.file_name(), wheel::Requested::no},
+                                  {1, second.path, second.file_name(), wheel::Requested::no}};
+  auto staged = stage_wheels(*venv, plan, items, staging);
+  ASSERT_FALSE(staged);
+  EXPECT_THAT(staged.error().message, HasSubstr("shared/data.txt"));
+}
+
+}  // namespace
+}  // namespace venvfix::txn
