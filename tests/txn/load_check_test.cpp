@@ -1,0 +1,241 @@
+// Verification after the moves: dlopen in a child (real shared objects compiled here), the
+// loader-rule verdict on the test world's scenarios, closure signatures, commands with a limit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "txn/apply_test_support.hpp"
+#include "venvfix/elf/ld_cache.hpp"
+#include "venvfix/txn/load_check.hpp"
+
+namespace venvfix::txn {
+namespace {
+
+using namespace venvfix::txn::testing;
+using ::testing::HasSubstr;
+
+const manifest::Manifests& manifests() {
+  static const manifest::Manifests loaded = [] {
+    auto m = manifest::Manifests::load(venvfix::testing::source_dir() / "manifests");
+    EXPECT_TRUE(m);
+    return std::move(m).value();
+  }();
+  return loaded;
+}
+
+class LoadCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-load-check-test-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+    m_options.helper = venvfix::testing::venvfix_binary();
+    m_options.timeout_seconds = 30;
+  }
+  fs::path path(const std::string& name) const { return m_dir->path() / name; }
+
+  std::optional<TempDir> m_dir;
+  LoadCheckOptions m_options;
+};
+
+TEST_F(LoadCheck, LoadsGoodLibrariesAndReportsTheMissingSoname) {
+  compile_shared(path("good/libgood.so.1"), "libgood.so.1", "int good(void) { return 1; }\n");
+  compile_with_missing_needed(path("bad/libbad.so.1"), "libbad.so.1", "libvenvfix_absent.so.7");
+  std::vector<fs::path> files = {path("good/libgood.so.1"), path("bad/libbad.so.1")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results) << results.error().message;
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0].status, LoadStatus::loaded) << (*results)[0].message;
+  EXPECT_TRUE((*results)[0].ok());
+  EXPECT_EQ((*results)[1].status, LoadStatus::failed);
+  EXPECT_FALSE((*results)[1].ok());
+  EXPECT_THAT((*results)[1].message,
+              HasSubstr("libvenvfix_absent.so.7: cannot open shared object file"));
+}
+
+TEST_F(LoadCheck, TheChildDoesNotSeeLdLibraryPath) {
+  // libneeds needs libdep, which only LD_LIBRARY_PATH could find: the clean environment
+  // drops it, so the load fails even though this process has it set.
+  compile_shared(path("deps/libdep.so.1"), "libdep.so.1", "int dep(void) { return 1; }\n");
+  compile_shared(path("lib/libneeds.so.1"), "libneeds.so.1", "int needs(void) { return 2; }\n",
+                 {path("deps/libdep.so.1")});
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  std::string saved = old != nullptr ? old : "";
+  ::setenv("LD_LIBRARY_PATH", path("deps").c_str(), 1);
+  std::vector<fs::path> files = {path("lib/libneeds.so.1")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  if (old != nullptr) {
+    ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+  } else {
+    ::unsetenv("LD_LIBRARY_PATH");
+  }
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ((*results)[0].status, LoadStatus::failed);
+  EXPECT_THAT((*results)[0].message, HasSubstr("libdep.so.1"));
+
+  // With the dependency preloaded (as torch's Python-side preload does), it loads.
+  m_options.preload = {path("deps/libdep.so.1")};
+  results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results);
+  EXPECT_EQ((*results)[0].status, LoadStatus::loaded) << (*results)[0].message;
+}
+
+TEST_F(LoadCheck, AMissingDriverLibraryIsAllowedAndSaid) {
+  if (void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(handle);
+    GTEST_SKIP() << "this host has a GPU driver";
+  }
+  compile_with_missing_needed(path("lib/libcaffe2_nvrtc.so"), "libcaffe2_nvrtc.so", "libcuda.so.1");
+  std::vector<fs::path> files = {path("lib/libcaffe2_nvrtc.so")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results);
+  EXPECT_EQ((*results)[0].status, LoadStatus::driver_missing);
+  EXPECT_TRUE((*results)[0].ok());
+  EXPECT_THAT((*results)[0].message, HasSubstr("libcuda.so.1"));
+  EXPECT_THAT((*results)[0].message, HasSubstr("GPU driver"));
+}
+
+TEST_F(LoadCheck, PythonExtensionsAreNotFailuresButCrashesAndHangsAre) {
+  compile_shared(path("ext/_ext.so"), "_ext.so",
+                 "extern int PyExc_VenvfixTest; int f(void) { return PyExc_VenvfixTest; }\n");
+  compile_shared(path("crash/libcrash.so"), "libcrash.so",
+                 "#include <signal.h>\n"
+                 "__attribute__((constructor)) static void boom(void) { raise(SIGSEGV); }\n");
+  compile_shared(path("good/libgood.so"), "libgood.so", "int good(void) { return 1; }\n");
+  std::vector<fs::path> files = {path("ext/_ext.so"), path("crash/libcrash.so"),
+                                 path("good/libgood.so")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ((*results)[0].status, LoadStatus::needs_python) << (*results)[0].message;
+  EXPECT_TRUE((*results)[0].ok());
+  EXPECT_EQ((*results)[1].status, LoadStatus::crashed);
+  EXPECT_THAT((*results)[1].message, HasSubstr("signal 11"));
+  // One crash does not take the others with it: each library loads in its own process.
+  EXPECT_EQ((*results)[2].status, LoadStatus::loaded);
+
+  compile_shared(path("hang/libhang.so"), "libhang.so",
+                 "#include <unistd.h>\n"
+                 "__attribute__((constructor)) static void wait(void) { sleep(60); }\n");
+  files = {path("good/libgood.so"), path("hang/libhang.so")};
+  m_options.timeout_seconds = 2;
+  auto start = std::chrono::steady_clock::now();
+  results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ((*results)[0].status, LoadStatus::loaded);
+  EXPECT_EQ((*results)[1].status, LoadStatus::timed_out);
+  EXPECT_FALSE((*results)[1].ok());
+}
+
+TEST_F(LoadCheck, CommandsRunWithALimit) {
+  auto ok = run_with_timeout({"sh", "-c", "echo out; echo err >&2; exit 3"}, std::nullopt, 10);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->exit_code, 3);
+  EXPECT_FALSE(ok->timed_out);
+  EXPECT_THAT(ok->output, HasSubstr("out"));
+  EXPECT_THAT(ok->output, HasSubstr("err"));
+
+  auto slow = run_with_timeout({"sh", "-c", "sleep 30 & sleep 30"}, std::nullopt, 1);
+  ASSERT_TRUE(slow);
+  EXPECT_TRUE(slow->timed_out);
+  EXPECT_EQ(slow->exit_code, 128 + 9);
+
+  auto missing = run_with_timeout({"/nonexistent/venvfix-no-such-command"}, std::nullopt, 10);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->exit_code, 127);
+
+  std::vector<std::string> env = {"VENVFIX_TEST_VALUE=42", "PATH=/usr/bin:/bin"};
+  auto with_env = run_with_timeout({"sh", "-c", "echo v=$VENVFIX_TEST_VALUE"}, env, 10);
+  ASSERT_TRUE(with_env);
+  EXPECT_THAT(with_env->output, HasSubstr("v=42"));
+}
+
+// The loader-rule verdict on real scenarios, in the hermetic view (no host CUDA).
+class LoadCheckWorld : public LoadCheck {
+ protected:
+  verify::Analysis analyze(const fs::path& venv_root) {
+    auto venv = env::open_venv_at(venv_root);
+    EXPECT_TRUE(venv);
+    elf::SystemView system = hermetic_view();
+    auto analysis = verify::analyze(*venv, manifests(), system, {});
+    EXPECT_TRUE(analysis) << analysis.error().message;
+    return std::move(analysis).value();
+  }
+  static elf::SystemView hermetic_view() {
+    auto system = elf::SystemView::host(elf::UseLdLibraryPath::no);
+    EXPECT_TRUE(system);
+    auto cache = elf::LdCache::load(venvfix::testing::test_world().hermetic_cache);
+    EXPECT_TRUE(cache);
+    system->cache = std::move(cache).value();
+    return std::move(system).value();
+  }
+};
+
+TEST_F(LoadCheckWorld, TheSeedFailsUnlessThePlanSaysItCannotFixIt) {
+  verify::Analysis seed = analyze(venvfix::testing::make_scenario("seed", m_dir->path()));
+  plan::Plan plan;
+  TargetVerdict verdict = judge_targets(seed, plan, {});
+  ASSERT_FALSE(verdict.ok());
+  std::vector<std::string> kinds;
+  for (const verify::Finding& f : verdict.failures) {
+    kinds.push_back(std::string(verify::to_string(f.kind)) + " " + f.soname);
+  }
+  EXPECT_THAT(kinds, ::testing::Contains("unresolved-soname libcudnn.so.9"));
+  // The ghost distribution fails only when the transaction installed or answered it.
+  bool ghost_failed = false;
+  for (const verify::Finding& f : verdict.failures) {
+    ghost_failed |= f.kind == verify::FindingKind::ghost_files;
+  }
+  EXPECT_FALSE(ghost_failed);
+  verdict = judge_targets(seed, plan, {"nvidia-cudnn-cu12"});
+  ghost_failed = false;
+  for (const verify::Finding& f : verdict.failures) {
+    ghost_failed |= f.kind == verify::FindingKind::ghost_files && f.dist == "nvidia-cudnn-cu12";
+  }
+  EXPECT_TRUE(ghost_failed);
+
+  plan.unresolved.push_back({{"kind", "unresolved-soname"}, {"soname", "libcudnn.so.9"}});
+  plan.unresolved.push_back({{"kind", "ghost-files"}, {"dist", "nvidia-cudnn-cu12"}});
+  verdict = judge_targets(seed, plan, {"nvidia-cudnn-cu12"});
+  EXPECT_TRUE(verdict.ok()) << verdict.failures.front().message;
+  EXPECT_FALSE(verdict.remaining.empty());
+
+  verify::Analysis healthy = analyze(venvfix::testing::make_scenario("healthy", m_dir->path()));
+  EXPECT_TRUE(judge_targets(healthy, plan::Plan{}, {"nvidia-cudnn-cu12"}).ok());
+}
+
+TEST_F(LoadCheckWorld, ClosureSignaturesChangeExactlyWhereALibraryWasReplaced) {
+  fs::path venv_root = venvfix::testing::make_scenario("healthy", m_dir->path());
+  verify::Analysis before = analyze(venv_root);
+  elf::SystemView system = hermetic_view();
+  auto first = closure_signatures(before, system);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(closure_signatures(before, system), first);  // deterministic
+
+  // Replacing a file no closure holds changes nothing.
+  auto replace = [](const fs::path& file) {
+    fs::copy_file(file, file.string() + ".new");
+    fs::rename(file.string() + ".new", file);
+  };
+  replace(before.venv.purelib / "torch/version.py");
+  EXPECT_EQ(closure_signatures(analyze(venv_root), system), first);
+
+  // Replace cuDNN by a copy (a new inode, as a transaction's rename gives): every closure that
+  // holds it changes, the others do not.
+  fs::path cudnn = before.venv.purelib / "nvidia/cudnn/lib/libcudnn.so.9";
+  replace(cudnn);
+  auto second = closure_signatures(analyze(venv_root), system);
+  ASSERT_EQ(second.size(), first.size());
+  std::size_t changed = 0;
+  for (const auto& [root, signature] : second) {
+    bool holds = first[root].find("libcudnn.so.9 ") != std::string::npos;
+    EXPECT_EQ(first[root] != signature, holds) << root;
+    changed += first[root] != signature ? 1 : 0;
+  }
+  EXPECT_GT(changed, 0u);
+}
+
+}  // namespace
+}  // namespace venvfix::txn
