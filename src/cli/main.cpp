@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   add_global_options(app, context.options);
   add_doctor_command(app, context);
   add_why_command(app, context);
+  add_plan_command(app, context);
 
   try {
     app.parse(argc, argv);
