@@ -94,13 +94,29 @@ Rule rule_for(const Context& context, const Want& want, const Pins& pins) {
   return rule;
 }
 
-std::string reason_for(const Want& want, const Rule& rule) {
+// "torch/lib/libtorch_cuda.so and 3 more": a target's own object first when there is one.
+std::string consumers_text(const Context& context, const std::set<std::string>& consumers) {
+  if (consumers.empty()) return "nothing";
+  std::string first = *consumers.begin();
+  for (const std::string& target : context.analysis.target_list()) {
+    auto it = std::find_if(consumers.begin(), consumers.end(),
+                           [&](const std::string& c) { return c.starts_with(target + "/"); });
+    if (it != consumers.end()) {
+      first = *it;
+      break;
+    }
+  }
+  if (consumers.size() == 1) return first;
+  return fmt::format("{} and {} more", first, consumers.size() - 1);
+}
+
+std::string reason_for(const Context& context, const Want& want, const Rule& rule) {
   std::vector<std::string> parts;
   if (!want.sonames.empty()) {
     parts.push_back(
         fmt::format("restores {} needed by {}",
                     join(std::vector<std::string>(want.sonames.begin(), want.sonames.end()), ", "),
-                    first_and_more(want.consumers)));
+                    consumers_text(context, want.consumers)));
   }
   for (const std::string& cause : want.causes) parts.push_back(cause);
   if (parts.empty()) parts.push_back("installs " + want.name);
