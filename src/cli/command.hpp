@@ -23,6 +23,10 @@ struct CommandContext {
 void add_doctor_command(CLI::App& app, CommandContext& context);
 void add_why_command(CLI::App& app, CommandContext& context);
 void add_plan_command(CLI::App& app, CommandContext& context);
+void add_snapshot_command(CLI::App& app, CommandContext& context);
+void add_rollback_command(CLI::App& app, CommandContext& context);
+void add_recover_command(CLI::App& app, CommandContext& context);
+void add_run_command(CLI::App& app, CommandContext& context);
 
 // True when stdout is a terminal and colour is allowed (NO_COLOR unset).
 bool stdout_wants_color();

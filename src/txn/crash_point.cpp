@@ -19,7 +19,8 @@ bool crash_points_compiled() {
 
 void crash_point([[maybe_unused]] std::size_t event) {
 #ifdef VENVFIX_CRASH_POINTS
-  static const long k_crash_at = [] {
+  // Read at every call (a handful per transaction) so a forked test child can set it.
+  const long k_crash_at = [] {
     const char* text = std::getenv("VENVFIX_CRASH_AT");
     if (text == nullptr || *text == '\0') return -1L;
     char* end = nullptr;

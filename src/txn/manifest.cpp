@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "venvfix/base/fs.hpp"
+
 #include "txn/paths.hpp"
 
 namespace venvfix::txn {
@@ -57,6 +59,29 @@ std::string_view to_string(SnapshotKind kind) {
   return kind == SnapshotKind::tree ? "tree" : "transaction";
 }
 
+ManifestEntry entry_from_stat(char type, const struct stat& st, std::string path) {
+  FileIdentity id = file_identity_from(st);
+  ManifestEntry e;
+  e.type = type;
+  e.mode = type == 'S' ? 0777 : (id.mode & 07777);
+  e.size = id.size;
+  e.dev = id.device;
+  e.ino = id.inode;
+  e.nlink = static_cast<std::uint64_t>(st.st_nlink);
+  e.mtime_ns = id.mtime_ns;
+  e.ctime_ns = id.ctime_ns;
+  e.path = std::move(path);
+  return e;
+}
+
+ManifestEntry plain_entry(char type, std::uint32_t mode, std::string path) {
+  ManifestEntry e;
+  e.type = type;
+  e.mode = mode;
+  e.path = std::move(path);
+  return e;
+}
+
 SnapshotInfo Manifest::info() const {
   SnapshotInfo info;
   info.id = id;
@@ -81,8 +106,8 @@ std::string manifest_text(const Manifest& manifest) {
       escape(manifest.reason));
   out.reserve(out.size() + manifest.entries.size() * 96);
   for (const ManifestEntry& e : manifest.entries) {
-    fmt::format_to(std::back_inserter(out), "{} {:o} {} {} {} {} {} {}\n", e.type, e.mode, e.size,
-                   e.dev, e.ino, e.mtime_ns, e.ctime_ns, escape(e.path));
+    fmt::format_to(std::back_inserter(out), "{} {:o} {} {} {} {} {} {} {}\n", e.type, e.mode,
+                   e.size, e.dev, e.ino, e.nlink, e.mtime_ns, e.ctime_ns, escape(e.path));
   }
   return out;
 }
@@ -140,7 +165,7 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
     }
     if (line.empty()) continue;
     ManifestEntry entry;
-    std::string_view fields[7];
+    std::string_view fields[8];
     std::string_view rest = line;
     for (auto& field : fields) {
       std::size_t space = rest.find(' ');
@@ -149,13 +174,14 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
       rest = rest.substr(space + 1);
     }
     if (fields[0].size() != 1 ||
-        std::string_view("FSDA").find(fields[0][0]) == std::string_view::npos) {
+        std::string_view("FSDAC").find(fields[0][0]) == std::string_view::npos) {
       return bad("unknown entry type");
     }
     entry.type = fields[0][0];
     if (!parse_number(fields[1], entry.mode, 8) || !parse_number(fields[2], entry.size) ||
         !parse_number(fields[3], entry.dev) || !parse_number(fields[4], entry.ino) ||
-        !parse_number(fields[5], entry.mtime_ns) || !parse_number(fields[6], entry.ctime_ns)) {
+        !parse_number(fields[5], entry.nlink) || !parse_number(fields[6], entry.mtime_ns) ||
+        !parse_number(fields[7], entry.ctime_ns)) {
       return bad("bad number");
     }
     if (!unescape(rest, entry.path)) return bad("bad escape");

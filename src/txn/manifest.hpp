@@ -7,15 +7,17 @@
 //   method reflink|hardlink|rename
 //   reason <text, escaped>
 //   entries
-//   <type> <mode octal> <size> <dev> <ino> <mtime_ns> <ctime_ns> <path, escaped>
+//   <type> <mode octal> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <path, escaped>
 //   …
 //
 // Types: F regular file and S symlink held under files/<path>; D a directory of the state;
-// A a path the transaction added (absent in the state). Identity fields are those of the venv
-// file when the snapshot was taken (after linking); 0 where they do not apply. Escaping: '%',
-// newline and carriage return as %25, %0A, %0D. Unknown header keys are ignored (so a later
-// format 1 writer may add some); an unknown version is refused.
+// A a path the transaction added and C a directory it created (both absent in the state). Identity
+// fields are those of the venv file when the snapshot was taken (after linking); 0 where they do
+// not apply. Escaping: '%', newline and carriage return as %25, %0A, %0D. Unknown header keys are
+// ignored (so a later format 1 writer may add some); an unknown version is refused.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <string>
@@ -35,10 +37,15 @@ struct ManifestEntry {
   std::uint64_t size = 0;
   std::uint64_t dev = 0;
   std::uint64_t ino = 0;
+  std::uint64_t nlink = 0;
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
   std::string path;
 };
+
+// An F or S entry with the identity of `st`; a D, C or A entry with only a mode.
+ManifestEntry entry_from_stat(char type, const struct stat& st, std::string path);
+ManifestEntry plain_entry(char type, std::uint32_t mode, std::string path);
 
 struct Manifest {
   int format = k_manifest_format;

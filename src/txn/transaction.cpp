@@ -88,7 +88,7 @@ Result<std::vector<std::string>> list_dir(int rootfd, const std::string& dir,
 }
 
 Result<std::vector<Step>> plan_steps(const env::Venv& venv, int rootfd, const std::string& staging,
-                                     const ChangeSet& changes) {
+                                     const ChangeSet& changes, const DirectoryChanges& dirs) {
   const fs::path& root = venv.root;
   std::set<std::string> add;
   std::set<std::string> remove;
@@ -160,14 +160,43 @@ Result<std::vector<Step>> plan_steps(const env::Venv& venv, int rootfd, const st
       steps.push_back({StepOp::make_dir, dir, mode});
     }
   }
+  for (const std::string& listed : dirs.make) {
+    VENVFIX_TRY_ASSIGN(std::string dir, normalise(listed, "make_dirs"));
+    std::string prefix;
+    std::size_t at = 0;
+    while (true) {
+      at = dir.find('/', at);
+      prefix = dir.substr(0, at);
+      add_ancestors.insert(prefix);
+      if (!made.contains(prefix)) {
+        VENVFIX_TRY_ASSIGN(auto st, lstat_at(rootfd, prefix, root));
+        if (!st) {
+          struct stat staged {};
+          std::uint32_t mode = 0755;
+          if (::fstatat(rootfd, join(staging, prefix).c_str(), &staged, 0) == 0 &&
+              S_ISDIR(staged.st_mode)) {
+            mode = staged.st_mode & 07777;
+          }
+          made.insert(prefix);
+          steps.push_back({StepOp::make_dir, prefix, mode});
+        }
+      }
+      if (at == std::string::npos) break;
+      ++at;
+    }
+  }
   for (const std::string& p : remove) steps.push_back({StepOp::move_out, p, 0});
   for (const std::string& p : add) steps.push_back({StepOp::move_in, p, 0});
 
   // Directories the removals leave empty, deepest first.
   std::set<std::string> keep = protected_dirs(venv);
   std::set<std::string> candidates;
+  for (const std::string& listed : dirs.remove) {
+    VENVFIX_TRY_ASSIGN(std::string dir, normalise(listed, "remove_dirs"));
+    if (!keep.contains(dir)) candidates.insert(dir);
+  }
   for (const std::string& p : remove) {
-    if (add.contains(p)) continue;
+    if (add.contains(p) || dirs.prune == DirectoryChanges::Prune::listed_only) continue;
     for (std::string dir = parent_of(p); !dir.empty() && !keep.contains(dir);
          dir = parent_of(dir)) {
       candidates.insert(dir);
@@ -230,6 +259,12 @@ const std::string& Transaction::id() const {
 
 Result<Transaction> Transaction::begin(const env::Venv& venv, const VenvLock& lock,
                                        ChangeSet changes) {
+  return begin_consuming(venv, lock, std::move(changes), DirectoryChanges{}, "");
+}
+
+Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const VenvLock& lock,
+                                                 ChangeSet changes, const DirectoryChanges& dirs,
+                                                 const std::string& consumes) {
   if (lock.venv_root() != venv.root) {
     return make_error(ExitCode::error, "internal error: the lock held is for {}, not {}",
                       lock.venv_root().string(), venv.root.string());
@@ -253,7 +288,8 @@ Result<Transaction> Transaction::begin(const env::Venv& venv, const VenvLock& lo
   // A staging directory under snapshots/ is a snapshot being restored: it is not ours to
   // delete on roll back (commit consumes it through `consumes`).
   journal.staging_owned = staging.starts_with(".venvfix/staging/");
-  VENVFIX_TRY_ASSIGN(journal.steps, plan_steps(venv, root.get(), staging, changes));
+  journal.consumes = consumes;
+  VENVFIX_TRY_ASSIGN(journal.steps, plan_steps(venv, root.get(), staging, changes, dirs));
 
   auto start = Clock::now();
   // The staged files' data must be durable before a commit marker can refer to them; one
@@ -302,11 +338,13 @@ Status write_transaction_manifest(const Transaction::State& s) {
     if (step.op == StepOp::move_out) {
       VENVFIX_TRY_ASSIGN(auto st, lstat_at(s.root.get(), join(files, step.path), s.venv.root));
       if (!st) continue;
-      FileIdentity id = file_identity_from(*st);
-      manifest.entries.push_back({S_ISLNK(st->st_mode) ? 'S' : 'F', id.mode & 07777, id.size,
-                                  id.device, id.inode, id.mtime_ns, id.ctime_ns, step.path});
+      manifest.entries.push_back(entry_from_stat(S_ISLNK(st->st_mode) ? 'S' : 'F', *st, step.path));
     } else if (step.op == StepOp::move_in) {
-      manifest.entries.push_back({'A', 0, 0, 0, 0, 0, 0, step.path});
+      manifest.entries.push_back(plain_entry('A', 0, step.path));
+    } else if (step.op == StepOp::make_dir) {
+      manifest.entries.push_back(plain_entry('C', step.mode, step.path));
+    } else if (step.op == StepOp::prune_dir) {
+      manifest.entries.push_back(plain_entry('D', step.mode, step.path));
     }
   }
   fs::path dir = s.venv.state_dir() / "snapshots" / s.journal.id;

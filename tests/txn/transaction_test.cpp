@@ -110,7 +110,7 @@ TEST_F(TxnTransaction, KeptSnapshotHoldsReplacedFilesAndAddedList) {
   EXPECT_EQ(read_text(snap / "files" / k_site / "pkg/sub/deep/data.txt"), "deep\n");
   std::string manifest = read_text(snap / "manifest");
   EXPECT_NE(manifest.find("kind transaction"), std::string::npos);
-  EXPECT_NE(manifest.find("A 0 0 0 0 0 0 " + k_site + "/newpkg/a/b.py"), std::string::npos);
+  EXPECT_NE(manifest.find("A 0 0 0 0 0 0 0 " + k_site + "/newpkg/a/b.py"), std::string::npos);
 }
 
 TEST_F(TxnTransaction, UnfinishedJournalBlocksAndRecoverRollsBack) {

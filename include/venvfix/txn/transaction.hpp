@@ -32,15 +32,27 @@ enum class KeepSnapshot { no, yes };
 struct ChangeSet {
   std::string reason;  // "apply plan.json", "uninstall nvidia-cudnn-cu13"
   fs::path staging;    // from make_staging_dir
-  std::vector<std::string>
-      add;  // venv-relative paths of files/symlinks in `staging` to move into place
-  std::vector<std::string> remove;  // venv-relative paths (files/symlinks) to take out of the venv
+  // venv-relative paths of files/symlinks in `staging` to move into place
+  std::vector<std::string> add;
+  // venv-relative paths (files/symlinks) to take out of the venv
+  std::vector<std::string> remove;
   // A path in both lists is replaced; an `add` path that already exists in the venv is
   // replaced too (its old file is kept for roll back like any removed one). A `remove` path
   // that does not exist is skipped. Parent directories are created as needed (with the mode of
   // the staging directory's counterpart, else 0755); directories left empty by `remove` are
   // pruned (up to, not including, site-packages, bin and the root). Both are restored exactly
   // on roll back.
+};
+
+// What a snapshot restore adds to a ChangeSet (kept apart so that ChangeSet stays the plain
+// four-field aggregate apply and uninstall fill in).
+struct DirectoryChanges {
+  std::vector<std::string> make;    // directories to create even when nothing goes in
+  std::vector<std::string> remove;  // directories to remove when they are empty after removals
+  enum class Prune { emptied, listed_only };
+  // emptied: every directory the removals leave empty is pruned too (ChangeSet's rule);
+  // listed_only: only `remove` are (a restore recreates an exact directory set).
+  Prune prune = Prune::emptied;
 };
 
 class Transaction {
@@ -50,6 +62,11 @@ class Transaction {
   // (ExitCode::locked), writes the journal (<venv>/.venvfix/journal/) and makes it and the
   // staged files durable. Nothing in the venv moves yet.
   static Result<Transaction> begin(const env::Venv& venv, const VenvLock& lock, ChangeSet changes);
+  // begin() for a snapshot restore: `changes.staging` is the snapshot's files/ directory
+  // (kept on roll back) and a successful commit deletes the snapshot `consumes`.
+  static Result<Transaction> begin_consuming(const env::Venv& venv, const VenvLock& lock,
+                                             ChangeSet changes, const DirectoryChanges& dirs,
+                                             const std::string& consumes);
 
   Transaction(Transaction&& other) noexcept;
   Transaction& operator=(Transaction&&) = delete;
