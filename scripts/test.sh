@@ -8,7 +8,7 @@ build_dir=${VENVFIX_TEST_BUILD_DIR:-build/asan}
 # -O1 with line tables: what the sanitizers recommend, and half the compile time of -O2 -g on
 # the 2-core CI machine.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-  -DVENVFIX_SANITIZE=ON -DVENVFIX_WERROR=ON >/dev/null
+  -DVENVFIX_SANITIZE=ON -DVENVFIX_WERROR=ON -DVENVFIX_CRASH_POINTS=ON >/dev/null
 cmake --build "$build_dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

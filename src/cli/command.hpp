@@ -22,6 +22,11 @@ struct CommandContext {
 
 void add_doctor_command(CLI::App& app, CommandContext& context);
 void add_why_command(CLI::App& app, CommandContext& context);
+void add_plan_command(CLI::App& app, CommandContext& context);
+void add_snapshot_command(CLI::App& app, CommandContext& context);
+void add_rollback_command(CLI::App& app, CommandContext& context);
+void add_recover_command(CLI::App& app, CommandContext& context);
+void add_run_command(CLI::App& app, CommandContext& context);
 void add_apply_command(CLI::App& app, CommandContext& context);
 
 // True when stdout is a terminal and colour is allowed (NO_COLOR unset).

@@ -53,6 +53,11 @@ int main(int argc, char** argv) {
   add_global_options(app, context.options);
   add_doctor_command(app, context);
   add_why_command(app, context);
+  add_plan_command(app, context);
+  add_snapshot_command(app, context);
+  add_rollback_command(app, context);
+  add_recover_command(app, context);
+  add_run_command(app, context);
   add_apply_command(app, context);
 
   try {

@@ -105,6 +105,11 @@ const FetchConfig& Downloader::config() const {
 
 Result<std::vector<DownloadResult>> Downloader::download_all(
     std::span<const DownloadRequest> requests) {
+  return download_each(requests, nullptr);
+}
+
+Result<std::vector<DownloadResult>> Downloader::download_each(
+    std::span<const DownloadRequest> requests, const OnDownloaded& on_done) {
   const DownloadCache& cache = m_impl->cache;
   if (cache.root().empty() && !requests.empty()) {
     return make_error(ExitCode::usage, "no download cache directory is configured (--cache-dir)");
@@ -163,8 +168,41 @@ Result<std::vector<DownloadResult>> Downloader::download_all(
                       join(missing, ", "));
   }
 
+  // Reports request `index` (whose result is set) and then each request that duplicates it.
+  std::multimap<std::size_t, std::size_t> duplicates_of;  // original → duplicate
+  for (auto [index, same_as] : duplicates) duplicates_of.emplace(same_as, index);
+  auto report = [&](std::size_t index) -> Status {
+    if (on_done) VENVFIX_TRY(on_done(index, *results[index]));
+    auto [first, last] = duplicates_of.equal_range(index);
+    for (auto it = first; it != last; ++it) {
+      const std::size_t dup = it->second;
+      results[dup] = results[index];
+      if (requests[dup].sha256_hex &&
+          to_lower_ascii(*requests[dup].sha256_hex) != results[dup]->sha256_hex) {
+        return make_error(ExitCode::network, "the sha256 of {} is {}, but {} was expected",
+                          redact_url(requests[dup].url), results[dup]->sha256_hex,
+                          to_lower_ascii(*requests[dup].sha256_hex));
+      }
+      if (on_done) VENVFIX_TRY(on_done(dup, *results[dup]));
+    }
+    return ok();
+  };
+
   detail::Progress progress(m_impl->config.progress, requests.size(), known_total);
   for (std::size_t i = 0; i < cached; ++i) progress.from_cache();
+  {
+    // Cache hits and file:// copies, in request order (a duplicate is reported with its first).
+    std::vector<bool> is_duplicate(requests.size(), false);
+    for (auto [index, same_as] : duplicates) is_duplicate[index] = true;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (results[i] && !is_duplicate[i]) {
+        if (Status reported = report(i); !reported) {
+          progress.clear();
+          return std::move(reported).error();
+        }
+      }
+    }
+  }
   if (!to_download.empty()) {
     std::vector<std::unique_ptr<Transfer>> owned;
     std::vector<Transfer*> transfers;
@@ -181,20 +219,11 @@ Result<std::vector<DownloadResult>> Downloader::download_all(
         loop.run(transfers, names, "", [&](std::size_t id, Transfer& transfer) -> Status {
           std::size_t index = to_download[id];
           VENVFIX_TRY_ASSIGN(results[index], finish_download(cache, requests[index], transfer));
-          return ok();
+          return report(index);
         });
     if (!status) {
       progress.clear();
       return std::move(status).error();
-    }
-  }
-  for (auto [index, same_as] : duplicates) {
-    results[index] = results[same_as];
-    if (requests[index].sha256_hex &&
-        to_lower_ascii(*requests[index].sha256_hex) != results[index]->sha256_hex) {
-      return make_error(ExitCode::network, "the sha256 of {} is {}, but {} was expected",
-                        redact_url(requests[index].url), results[index]->sha256_hex,
-                        to_lower_ascii(*requests[index].sha256_hex));
     }
   }
   progress.summary();

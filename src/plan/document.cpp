@@ -31,6 +31,7 @@ ordered_json action_json(const Action& action) {
   }
   if (!action.keep.empty()) out["keep"] = action.keep;
   out["reason"] = action.reason;
+  if (!action.rule.empty()) out["rule"] = action.rule;
   return out;
 }
 
@@ -138,6 +139,7 @@ class Reader {
     VENVFIX_TRY_ASSIGN(action.provides, strings(value, "provides", w));
     VENVFIX_TRY_ASSIGN(action.keep, strings(value, "keep", w));
     VENVFIX_TRY_ASSIGN(action.reason, string(value, "reason", w, false));
+    VENVFIX_TRY_ASSIGN(action.rule, string(value, "rule", w, false));
     return action;
   }
 
@@ -166,6 +168,7 @@ std::string to_text(const Plan& plan) {
   if (plan.unresolved.is_array() && !plan.unresolved.empty()) {
     out["unresolved"] = ordered(plan.unresolved);
   }
+  if (plan.notes.is_array() && !plan.notes.empty()) out["notes"] = ordered(plan.notes);
   return out.dump(2) + "\n";
 }
 
@@ -205,6 +208,13 @@ Result<Plan> parse_plan(std::string_view text, std::string_view source_name) {
                         source_name);
     }
     plan.unresolved = *it;
+  }
+  if (auto it = document.find("notes"); it != document.end()) {
+    if (!it->is_array()) {
+      return make_error(ExitCode::usage, "{} is not a valid plan: \"notes\" is not a list",
+                        source_name);
+    }
+    plan.notes = *it;
   }
   auto actions = document.find("actions");
   if (actions == document.end() || !actions->is_array()) {

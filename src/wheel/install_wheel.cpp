@@ -13,7 +13,9 @@
 #include "venvfix/wheel/wheel.hpp"
 #include "wheel/entry_points.hpp"
 #include "wheel/member_stream.hpp"
+#include "wheel/parallel_unpack.hpp"
 #include "wheel/staging.hpp"
+#include "wheel/zip_index.hpp"
 #include "wheel/zip_reader.hpp"
 
 namespace venvfix::wheel {
@@ -119,21 +121,7 @@ class Installer {
 
   Result<InstallResult> run() {
     VENVFIX_TRY(place_members());
-    VENVFIX_TRY_ASSIGN(detail::ZipReader zip,
-                       detail::ZipReader::open_file(m_contents.source, m_display));
-    std::vector<Fd> open_fd(1);
-    VENVFIX_TRY_ASSIGN(
-        auto streamed,
-        detail::stream_members(zip, m_contents, m_display, [&](std::size_t i) -> Result<int> {
-          open_fd[0] = Fd();
-          const Placement& p = m_placements[i];
-          if (!p.install) return -1;
-          const WheelMember& member = m_contents.members[i];
-          VENVFIX_TRY_ASSIGN(
-              open_fd[0], m_staging.create(p.rel, member.executable ? m_exec_mode : m_file_mode));
-          return open_fd[0].get();
-        }));
-    open_fd[0] = Fd();
+    VENVFIX_TRY_ASSIGN(auto streamed, unpack());
     for (std::size_t i = 0; i < m_placements.size(); ++i) {
       const Placement& p = m_placements[i];
       if (!p.install) continue;
@@ -229,6 +217,43 @@ class Installer {
       VENVFIX_TRY(claim("bin/" + entry.name, "entry point " + entry.name));
     }
     return ok();
+  }
+
+  mode_t member_mode(std::size_t i) const {
+    return m_contents.members[i].executable ? m_exec_mode : m_file_mode;
+  }
+
+  Result<std::vector<detail::StreamedMember>> unpack() {
+    if (m_options.unpack == Unpack::parallel) {
+      VENVFIX_TRY_ASSIGN(MappedFile archive, MappedFile::open(m_contents.source));
+      // Compare with what read_wheel saw; a file replaced since then falls to the streaming
+      // reader, which refuses it with the precise reason.
+      if (archive.size() == m_contents.archive_size) {
+        if (auto entries = detail::read_zip_index(archive.bytes())) {
+          if (auto match = detail::match_members(m_contents, *entries)) {
+            detail::UnpackConfig config{detail::unpack_threads(m_contents, m_options.threads),
+                                        m_options.max_buffer_bytes};
+            return detail::unpack_members(
+                archive.bytes(), m_contents, *entries, *match, m_display,
+                [this](std::size_t i) -> Result<Fd> {
+                  if (!m_placements[i].install) return Fd();
+                  return m_staging.create(m_placements[i].rel, member_mode(i));
+                },
+                config);
+          }
+        }
+      }
+    }
+    VENVFIX_TRY_ASSIGN(detail::ZipReader zip,
+                       detail::ZipReader::open_file(m_contents.source, m_display));
+    Fd open_fd;
+    return detail::stream_members(zip, m_contents, m_display, [&](std::size_t i) -> Result<int> {
+      open_fd = Fd();
+      const Placement& p = m_placements[i];
+      if (!p.install) return -1;
+      VENVFIX_TRY_ASSIGN(open_fd, m_staging.create(p.rel, member_mode(i)));
+      return open_fd.get();
+    });
   }
 
   // pip's fix_script: a first line starting with `#!python` becomes `#!<python>\n`.
@@ -355,6 +380,16 @@ Result<InstallResult> install_wheel(const fs::path& wheel_file, const env::Venv&
 }
 
 Status check_wheel_bytes(const WheelContents& contents, std::span<const std::byte> data) {
+  // The parallel reader's path on one thread (it covers the central directory index), or
+  // libarchive alone where the index does not agree with what read_wheel_bytes saw.
+  if (auto entries = detail::read_zip_index(data)) {
+    if (auto match = detail::match_members(contents, *entries)) {
+      VENVFIX_TRY(detail::unpack_members(
+          data, contents, *entries, *match, contents.display_name,
+          [](std::size_t) -> Result<Fd> { return Fd(); }, detail::UnpackConfig{1, 64u << 20}));
+      return ok();
+    }
+  }
   VENVFIX_TRY_ASSIGN(detail::ZipReader zip,
                      detail::ZipReader::open_memory(data, contents.display_name));
   VENVFIX_TRY(detail::stream_members(zip, contents, contents.display_name,

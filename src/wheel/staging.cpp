@@ -55,13 +55,19 @@ Status Staging::ensure_parents(const std::string& rel) {
 }
 
 Result<Fd> Staging::create(const std::string& rel, mode_t mode) {
-  VENVFIX_TRY(ensure_parents(rel));
+  {
+    std::lock_guard lock(*m_mutex);
+    VENVFIX_TRY(ensure_parents(rel));
+  }
   int fd =
       ::openat(m_fd.get(), rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) {
     return make_error(ExitCode::error, "{}: {}", describe(rel), errno_message(errno));
   }
-  m_files.push_back(rel);
+  {
+    std::lock_guard lock(*m_mutex);
+    m_files.push_back(rel);
+  }
   Fd owned(fd);
   if (::fchmod(owned.get(), mode) != 0) {
     return make_error(ExitCode::error, "{}: {}", describe(rel), errno_message(errno));

@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -25,7 +27,8 @@ class Staging {
   // Unless commit() was called: removes every file and directory this object created.
   ~Staging();
 
-  // Creates `rel` ("a/b/c", validated by the caller) with O_EXCL and exactly `mode`.
+  // Creates `rel` ("a/b/c", validated by the caller) with O_EXCL and exactly `mode`. Safe to
+  // call from several threads at once (the parallel unpacker does).
   Result<Fd> create(const std::string& rel, mode_t mode);
   // Replaces the content of a file this object created, keeping its mode.
   Status rewrite(const std::string& rel, std::string_view data);
@@ -37,12 +40,16 @@ class Staging {
 
  private:
   Staging(Fd fd, fs::path root, mode_t umask)
-      : m_fd(std::move(fd)), m_root(std::move(root)), m_umask(umask) {}
+      : m_fd(std::move(fd)),
+        m_root(std::move(root)),
+        m_umask(umask),
+        m_mutex(std::make_unique<std::mutex>()) {}
   Status ensure_parents(const std::string& rel);
 
   Fd m_fd;
   fs::path m_root;
   mode_t m_umask = 022;
+  std::unique_ptr<std::mutex> m_mutex;  // guards the three containers below
   std::unordered_set<std::string> m_known_dirs;
   std::vector<std::string> m_dirs;   // created, parents first
   std::vector<std::string> m_files;  // created

@@ -28,7 +28,7 @@ const std::map<std::string, std::set<std::string>>& allowed_dependencies() {
       {"fetch", {"base"}},
       {"wheel", {"base", "pep", "dist", "env"}},
       {"verify", {"base", "pep", "elf", "env", "dist", "manifest"}},
-      {"plan", {"base", "pep", "elf", "env", "dist", "manifest", "index", "fetch", "verify"}},
+      {"plan", {"base", "pep", "elf", "env", "dist", "manifest", "index", "fetch", "wheel", "verify"}},
       {"txn",
        {"base", "pep", "elf", "env", "dist", "manifest", "index", "fetch", "wheel", "verify",
         "plan"}},

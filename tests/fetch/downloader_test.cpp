@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <gtest/gtest.h>
@@ -417,6 +418,82 @@ TEST_F(FetchDownloader, GetReturnsStatusAndNegotiatesContent) {
   auto text = downloader.fetch_text(plain().url("/simple/none/"), {});
   ASSERT_FALSE(text);
   EXPECT_EQ(text.error().code, ExitCode::network);
+}
+
+// download_each: every request reported once, as soon as its file is in the cache, so the
+// caller can work on it while the others download.
+TEST_F(FetchDownloader, DownloadEachReportsEveryRequestOnceAsItCompletes) {
+  std::vector<DownloadRequest> requests;
+  for (unsigned i = 0; i < 6; ++i) {
+    fs::path file = root / "many" / (std::to_string(i) + ".whl");
+    requests.push_back({plain().url("/many/" + std::to_string(i) + ".whl"),
+                        to_hex(*sha256_file(file)), std::nullopt, ""});
+  }
+  // Request 6 repeats request 2; request 0 is already in the cache.
+  requests.push_back(requests[2]);
+  ASSERT_TRUE(Downloader(config()).download_all(std::span(requests).first(1)));
+
+  std::vector<std::size_t> order;
+  auto result = Downloader(config()).download_each(
+      requests, [&](std::size_t i, const DownloadResult& done) -> Status {
+        order.push_back(i);
+        // The blob is complete and checked when reported.
+        EXPECT_EQ(to_hex(*sha256_file(done.path)), *requests[i].sha256_hex) << i;
+        EXPECT_EQ(done.from_cache, i == 0) << i;
+        return ok();
+      });
+  ASSERT_TRUE(result) << result.error().message;
+  ASSERT_EQ(order.size(), requests.size());
+  EXPECT_EQ(order.front(), 0u);  // cache hits first
+  auto at = [&](std::size_t i) { return std::find(order.begin(), order.end(), i) - order.begin(); };
+  EXPECT_EQ(at(6), at(2) + 1);  // the duplicate right after its first
+  std::vector<std::size_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size(); ++i) EXPECT_EQ(sorted[i], i);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ((*result)[i].sha256_hex, *requests[i].sha256_hex);
+  }
+  expect_cache_clean(6);
+}
+
+TEST_F(FetchDownloader, DownloadEachReportsFastFilesBeforeASlowOneFinishes) {
+  // The first request is answered 429 with Retry-After: 1; the others come at once and are
+  // reported while it waits.
+  std::vector<DownloadRequest> requests = {
+      {faults().url("/fault/429/1/many/7.whl"), std::nullopt, std::nullopt, ""},
+      {plain().url("/many/5.whl"), std::nullopt, std::nullopt, ""},
+      {plain().url("/many/6.whl"), std::nullopt, std::nullopt, ""}};
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::size_t, double>> reports;
+  auto result = Downloader(config()).download_each(
+      requests, [&](std::size_t i, const DownloadResult&) -> Status {
+        reports.emplace_back(
+            i, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        return ok();
+      });
+  ASSERT_TRUE(result) << result.error().message;
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports.back().first, 0u);
+  EXPECT_GE(reports.back().second, 0.95);
+  EXPECT_LT(reports[0].second, reports.back().second);
+  EXPECT_LT(reports[1].second, reports.back().second);
+}
+
+TEST_F(FetchDownloader, DownloadEachStopsAtTheCallersError) {
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""},
+      {faults().url("/fault/stall/99/files/big.bin?each"), big_hash, std::nullopt, ""}};
+  auto start = std::chrono::steady_clock::now();
+  auto result = Downloader(config()).download_each(
+      requests, [&](std::size_t i, const DownloadResult&) -> Status {
+        return make_error(ExitCode::error, "staging request {} failed", i);
+      });
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, ExitCode::error);
+  EXPECT_EQ(result.error().message, "staging request 0 failed");
+  EXPECT_LT(elapsed, 4.0);  // the stalled transfer was abandoned, not waited for
+  expect_cache_clean(1);    // the finished blob stays; no temporary file does
 }
 
 }  // namespace

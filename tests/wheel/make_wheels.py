@@ -118,3 +118,111 @@ os.makedirs(os.path.join(OUT, "corrupt-cd"), exist_ok=True)
 open(os.path.join(OUT, "corrupt-cd/demo_pkg-1.0-py3-none-any.whl"), "wb").write(bytes(corrupt))
 os.makedirs(os.path.join(OUT, "not-zip"), exist_ok=True)
 open(os.path.join(OUT, "not-zip/demo_pkg-1.0-py3-none-any.whl"), "wb").write(b"this is not a zip\n" * 10)
+
+# For the parallel unpacker (parallel_unpack_test.cpp): every way a member can be stored.
+import random
+import struct
+import zlib
+
+rng = random.Random(7)
+words = [rng.randbytes(rng.randint(3, 12)) for _ in range(50)]
+compressible = b"".join(rng.choice(words) for _ in range(300000))[: 3 << 20]
+mixed = {
+    "demo_pkg/__init__.py": b"x = 1\n",
+    "demo_pkg/empty.py": b"",
+    "demo_pkg/stored_random.bin": rng.randbytes(2 << 20),
+    "demo_pkg/deflate_text.bin": compressible,
+    "demo_pkg/deflate_random.so": rng.randbytes(1 << 20),
+    "demo_pkg/bzip2.txt": compressible[: 300000],
+    "demo_pkg/lzma.txt": compressible[100: 200000],
+    **{f"demo_pkg/small/m{i}.py": b"# %d\n" % i * (i % 40) for i in range(200)},
+}
+methods = {"demo_pkg/stored_random.bin": zipfile.ZIP_STORED, "demo_pkg/bzip2.txt": zipfile.ZIP_BZIP2,
+           "demo_pkg/lzma.txt": zipfile.ZIP_LZMA}
+
+
+def build_mixed(filename, files, methods, modes):
+    dist_info = "demo_pkg-1.0.dist-info"
+    files = dict(files)
+    files[f"{dist_info}/METADATA"] = b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n"
+    files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    rows = [csv_row(p, d) for p, d in files.items()] + [f"{dist_info}/RECORD,,"]
+    files[f"{dist_info}/RECORD"] = ("\n".join(rows) + "\n").encode()
+    os.makedirs(os.path.dirname(os.path.join(OUT, filename)), exist_ok=True)
+    with zipfile.ZipFile(os.path.join(OUT, filename), "w") as z:
+        for path, data in files.items():
+            zi = info("demo_pkg", path, modes.get(path, 0o644))
+            zi.compress_type = methods.get(path, zipfile.ZIP_DEFLATED)
+            z.writestr(zi, data)
+    return files
+
+
+build_mixed("mixed/demo_pkg-1.0-py3-none-any.whl", mixed, methods,
+            {"demo_pkg/deflate_random.so": 0o755})
+
+
+def data_offset(path, member):
+    """Where `member`'s compressed bytes start in the zip at `path`."""
+    raw = open(path, "rb").read()
+    with zipfile.ZipFile(path) as z:
+        offset = z.getinfo(member).header_offset
+    name_len, extra_len = struct.unpack("<HH", raw[offset + 26: offset + 30])
+    return bytearray(raw), offset + 30 + name_len + extra_len
+
+
+# A deflate stream that starts with a block of the reserved type 3: every inflater refuses it.
+path = os.path.join(OUT, "corrupt-deflate/demo_pkg-1.0-py3-none-any.whl")
+build_mixed("corrupt-deflate/demo_pkg-1.0-py3-none-any.whl",
+            {"demo_pkg/__init__.py": b"x = 1\n", "demo_pkg/a.txt": compressible[:400000],
+             "demo_pkg/b.txt": compressible[:500000]}, {}, {})
+raw, at = data_offset(path, "demo_pkg/b.txt")
+raw[at] = 0x07
+open(path, "wb").write(bytes(raw))
+
+# RECORD.jws has no hash in RECORD: only the zip CRC-32 can tell that its bytes changed.
+path = os.path.join(OUT, "bad-crc/demo_pkg-1.0-py3-none-any.whl")
+build_mixed("bad-crc/demo_pkg-1.0-py3-none-any.whl", plain, {}, {})
+with zipfile.ZipFile(path, "a") as z:
+    zi = info("demo_pkg", "demo_pkg-1.0.dist-info/RECORD.jws")
+    zi.compress_type = zipfile.ZIP_STORED
+    z.writestr(zi, b"{\"signature\": \"abc\"}")
+raw, at = data_offset(path, "demo_pkg-1.0.dist-info/RECORD.jws")
+raw[at + 3] ^= 0x20
+open(path, "wb").write(bytes(raw))
+
+
+def write_zip64(filename, files):
+    """A zip whose every size and offset is in zip64 extra fields, with a zip64 end record,
+    as a writer does for archives over 4 GiB (this one is small)."""
+    out = bytearray()
+    central = bytearray()
+    for name, data in files.items():
+        packed = zlib.compress(data, 6)[2:-4]
+        crc = zlib.crc32(data)
+        offset = len(out)
+        extra = struct.pack("<HHQQ", 1, 16, len(data), len(packed))
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 45, 0x800, 8, 0, 0x5021, crc,
+                           0xFFFFFFFF, 0xFFFFFFFF, len(name.encode()), len(extra))
+        out += name.encode() + extra + packed
+        cextra = struct.pack("<HHQQQ", 1, 24, len(data), len(packed), offset)
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 45, 45, 0x800, 8, 0,
+                               0x5021, crc, 0xFFFFFFFF, 0xFFFFFFFF, len(name.encode()),
+                               len(cextra), 0, 0, 0, (0o100644 << 16), 0xFFFFFFFF)
+        central += name.encode() + cextra
+    cd_offset = len(out)
+    out += central
+    eocd64 = len(out)
+    out += struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, len(files), len(files),
+                       len(central), cd_offset)
+    out += struct.pack("<IIQI", 0x07064B50, 0, eocd64, 1)
+    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    os.makedirs(os.path.dirname(os.path.join(OUT, filename)), exist_ok=True)
+    open(os.path.join(OUT, filename), "wb").write(bytes(out))
+
+
+z64 = {"demo_pkg/__init__.py": b"x = 1\n", "demo_pkg/text.txt": compressible[:100000],
+       "demo_pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n",
+       "demo_pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+z64["demo_pkg-1.0.dist-info/RECORD"] = (
+    "\n".join([csv_row(p, d) for p, d in z64.items()] + ["demo_pkg-1.0.dist-info/RECORD,,"]) + "\n").encode()
+write_zip64("zip64/demo_pkg-1.0-py3-none-any.whl", z64)

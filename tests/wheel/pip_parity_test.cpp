@@ -3,11 +3,18 @@
 // (RECORD rows too), except INSTALLER's content and pip's direct_url.json. Wheels: ensurepip's
 // bundled pip and setuptools, and the demo wheel of make_wheels.py (every .data scheme key,
 // `#!python` scripts, an executable member, console and gui entry points, a setuptools wrapper).
+// Then the whole story at once: the bundled wheels and the test world's wheels installed into
+// one venv by pip and into another by install_wheel (parallel unpack) and a move into place, as
+// a transaction does; the two venvs must be the same tree.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
+#include "support/world.hpp"
 #include "venvfix/env/venv.hpp"
+#include "venvfix/pep/wheel_filename.hpp"
 #include "venvfix/wheel/wheel.hpp"
 #include "wheel/wheel_test_support.hpp"
 
@@ -15,6 +22,48 @@ namespace venvfix::wheel {
 namespace {
 
 using testing::TreeFile;
+
+// The newest wheel of each project in the test world, leaving out any wheel that would install
+// a file another chosen wheel installs (pip would let the later one win; a transaction would
+// replace it: a different story, told by the txn tests).
+std::vector<fs::path> world_wheels_without_overlap() {
+  std::map<std::string, std::pair<pep::Version, fs::path>> newest;
+  for (const auto& entry : fs::directory_iterator(venvfix::testing::test_world().wheels_dir)) {
+    if (entry.path().extension() != ".whl") continue;
+    auto name = pep::WheelFilename::parse(entry.path().filename().string());
+    if (!name) continue;
+    auto [it, inserted] = newest.try_emplace(name->normalized_name, name->version, entry.path());
+    if (!inserted && it->second.first < name->version) it->second = {name->version, entry.path()};
+  }
+  std::vector<fs::path> out;
+  std::set<std::string> claimed;
+  for (const auto& [project, chosen] : newest) {
+    auto contents = read_wheel(chosen.second);
+    if (!contents) continue;
+    std::vector<std::string> paths;
+    for (const WheelMember& member : contents->members) {
+      std::string_view name = member.name;
+      std::string_view top = name.substr(0, name.find('/'));
+      if (top.ends_with(".dist-info")) continue;
+      if (top.ends_with(".data")) {
+        std::string_view rest = name.substr(top.size() + 1);
+        std::string_view key = rest.substr(0, rest.find('/'));
+        rest = rest.substr(key.size() + 1);
+        paths.push_back((key == "purelib" || key == "platlib" ? "lib/" : std::string(key) + "/") +
+                        std::string(rest));
+      } else {
+        paths.push_back("lib/" + std::string(name));
+      }
+    }
+    if (std::any_of(paths.begin(), paths.end(),
+                    [&](const std::string& p) { return claimed.count(p) != 0; })) {
+      continue;
+    }
+    claimed.insert(paths.begin(), paths.end());
+    out.push_back(chosen.second);
+  }
+  return out;
+}
 
 struct Case {
   std::string label;
@@ -46,10 +95,23 @@ class WheelPipParity : public ::testing::Test {
                 " --disable-pip-version-check --no-input -q install --no-deps --no-compile " +
                 testing::shell_quote(c.wheel.string()) + " >&2 & pids=\"$pids $!\"; ";
     }
+    // And every wheel at once into one venv (WorldAndBundledWheelsInOneVenvMovedIntoPlace).
+    s_all_wheels = new std::vector<fs::path>{testing::bundled_wheel("pip"),
+                                             testing::bundled_wheel("setuptools")};
+    for (fs::path& wheel : world_wheels_without_overlap())
+      s_all_wheels->push_back(std::move(wheel));
+    ASSERT_TRUE(test_support::make_venv(s_dir->path() / "venv-all"));
+    script += "python3 -m pip --python " +
+              testing::shell_quote((s_dir->path() / "venv-all/bin/python").string()) +
+              " --disable-pip-version-check --no-input -q install --no-deps --no-compile";
+    for (const fs::path& wheel : *s_all_wheels)
+      script += " " + testing::shell_quote(wheel.string());
+    script += " >&2 & pids=\"$pids $!\"; ";
     script += "for p in $pids; do wait $p; done";
     ASSERT_EQ(testing::run_command("sh -c " + testing::shell_quote(script)).status, 0);
   }
   static void TearDownTestSuite() {
+    delete s_all_wheels;
     delete s_cases;
     delete s_dir;
   }
@@ -153,10 +215,12 @@ class WheelPipParity : public ::testing::Test {
 
   static TempDir* s_dir;
   static std::vector<Case>* s_cases;
+  static std::vector<fs::path>* s_all_wheels;
 };
 
 TempDir* WheelPipParity::s_dir = nullptr;
 std::vector<Case>* WheelPipParity::s_cases = nullptr;
+std::vector<fs::path>* WheelPipParity::s_all_wheels = nullptr;
 
 TEST_F(WheelPipParity, BundledPip) {
   check_parity(find("pip"));
@@ -187,6 +251,80 @@ TEST_F(WheelPipParity, DemoWheelWithEveryScheme) {
   EXPECT_EQ(fs::status(staging / site / "demo_pkg/cli.py").permissions() & fs::perms::owner_exec,
             fs::perms::none);
   EXPECT_TRUE(fs::exists(staging / "share/demo/data.txt"));
+}
+
+TEST_F(WheelPipParity, WorldAndBundledWheelsInOneVenvMovedIntoPlace) {
+  const std::vector<fs::path>& wheels = *s_all_wheels;
+  ASSERT_GT(wheels.size(), 20u);
+  // Both venvs live at the same path in turn, so every script's shebang is the same bytes.
+  const fs::path root = s_dir->path() / "venv-all";
+  const fs::path pip_copy = s_dir->path() / "venv-all-by-pip";
+  fs::rename(root, pip_copy);
+
+  ASSERT_TRUE(test_support::make_venv(root));
+  auto venv = env::open_venv_at(root);
+  ASSERT_TRUE(venv) << venv.error().message;
+  InstallOptions options;
+  options.requested = Requested::yes;
+  for (std::size_t k = 0; k < wheels.size(); ++k) {
+    fs::path staging = root / ".venvfix/staging" / std::to_string(k);
+    fs::create_directories(staging);
+    auto result = install_wheel(wheels[k], *venv, staging, options);
+    ASSERT_TRUE(result) << result.error().message;
+    for (const InstalledFile& file : result->files) {
+      fs::path target = root / file.path;
+      ASSERT_FALSE(fs::exists(target)) << file.path << " of " << wheels[k].filename();
+      fs::create_directories(target.parent_path());
+      fs::rename(staging / file.path, target);
+    }
+  }
+  fs::remove_all(root / ".venvfix");
+
+  auto ours = testing::tree_of(root);
+  auto pips = testing::tree_of(pip_copy);
+  auto dist_info_file = [](const std::string& path, std::string_view file) {
+    return path.ends_with(std::string(".dist-info/") + std::string(file));
+  };
+  // RECORD rows but INSTALLER's and direct_url.json's.
+  auto rows = [](const std::string& text) {
+    std::string out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::string path = line.substr(0, line.find(','));
+      if (path.ends_with(".dist-info/INSTALLER") || path.ends_with(".dist-info/direct_url.json")) {
+        continue;
+      }
+      out += line + "\n";
+    }
+    return out;
+  };
+  std::vector<std::string> only_ours, only_pip, different;
+  std::size_t records = 0;
+  for (const auto& [path, file] : ours) {
+    auto it = pips.find(path);
+    if (it == pips.end()) {
+      only_ours.push_back(path);
+    } else if (dist_info_file(path, "INSTALLER")) {
+      EXPECT_EQ(file.content, "venvfix\n") << path;
+      EXPECT_EQ(it->second.content, "pip\n") << path;
+      EXPECT_EQ(file.mode, it->second.mode) << path;
+    } else if (dist_info_file(path, "RECORD")) {
+      ++records;
+      EXPECT_EQ(rows(file.content), rows(it->second.content)) << path;
+      EXPECT_EQ(file.mode, it->second.mode) << path;
+    } else if (!(it->second == file)) {
+      different.push_back(path +
+                          fmt::format(" (mode {:o} vs pip {:o})", file.mode, it->second.mode));
+    }
+  }
+  for (const auto& [path, file] : pips) {
+    if (ours.count(path) == 0 && !dist_info_file(path, "direct_url.json")) only_pip.push_back(path);
+  }
+  EXPECT_TRUE(only_ours.empty()) << "only venvfix: " << testing::join(only_ours, ", ");
+  EXPECT_TRUE(only_pip.empty()) << "only pip: " << testing::join(only_pip, ", ");
+  EXPECT_TRUE(different.empty()) << "different: " << testing::join(different, ", ");
+  EXPECT_EQ(records, wheels.size());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -63,6 +64,18 @@ class Downloader {
   // and their temporary files removed. Offline, a request the cache cannot answer is an error
   // that lists every missing file.
   Result<std::vector<DownloadResult>> download_all(std::span<const DownloadRequest> requests);
+
+  // Called once for each request as soon as its file is in the cache and checked, so that the
+  // caller can start on it (stage wheel k) while the others still download. `request` is the
+  // position in the span. Calls come from the thread that called download_each: cache hits and
+  // file:// copies first, in request order, then downloads as they complete; a request that
+  // duplicates another is reported right after it. An Error returned stops everything like a
+  // failed download (transfers abandoned, temporary files removed). The transfers wait while it
+  // runs: hand long work to another thread.
+  using OnDownloaded = std::function<Status(std::size_t request, const DownloadResult& result)>;
+  // download_all, reporting each request to `on_done` as it completes.
+  Result<std::vector<DownloadResult>> download_each(std::span<const DownloadRequest> requests,
+                                                    const OnDownloaded& on_done);
 
   // GETs `url` into memory with the given Accept header values, following redirects, retrying
   // like downloads. Any HTTP status is returned (the caller decides what a 404 means) once

@@ -43,6 +43,14 @@ struct Action {
   std::uint64_t size = 0;
   std::vector<std::string> provides;  // sonames this action restores (install)
   std::string reason;                 // one sentence: sonames, consumers, the rule
+  // Added by venvfix (docs/plan.md): the rule that chose the action, machine-readable.
+  // install: "pin" (a target's Requires-Dist, meta-package extras followed), "installed" (the
+  // installed version of a ghost or clobbered distribution), "manifest" (manifests/ for the
+  // target's CUDA major, newest version allowed), "newest" (newest version every installed
+  // requirement allows); each with "repair:" in front when it repairs what a removal of the
+  // same plan breaks. remove: "conflicting-cuda", "foreign-cuda" (--remove-foreign-cuda),
+  // "uninstall" (--uninstall). Empty in plans written without it.
+  std::string rule;
   // remove: site-packages-relative paths of the removed distribution's RECORD that are kept
   // because a remaining distribution also owns them.
   std::vector<std::string> keep;
@@ -59,6 +67,9 @@ struct Plan {
   // Problems the plan cannot fix (a soname nothing provides, conflicting pins): each has the
   // finding's fields plus "message"; the rest of the plan still stands.
   nlohmann::json unresolved = nlohmann::json::array();
+  // Added by venvfix: facts that need no action (a driver library this host lacks, "provided
+  // by the driver"; a removal left out because a target would break), each with "message".
+  nlohmann::json notes = nlohmann::json::array();
 };
 
 nlohmann::json to_json(const Plan& plan);

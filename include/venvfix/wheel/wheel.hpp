@@ -87,6 +87,17 @@ Status check_wheel_bytes(const WheelContents& contents, std::span<const std::byt
 
 enum class Requested { no, yes };
 
+// How install_wheel reads the members (docs/wheel.md, "Speed"). Both apply every check.
+enum class Unpack {
+  // Several threads at once, straight out of the mapped archive: stored members copied,
+  // deflate members up to InstallOptions::max_buffer_bytes inflated whole with libdeflate, the
+  // others streamed through libarchive in one pass. Falls back to `streaming` when the zip's
+  // layout is unusual (libarchive's view and the central directory disagree).
+  parallel,
+  // One thread, libarchive alone, in archive order: the reference the tests compare against.
+  streaming,
+};
+
 struct InstallOptions {
   Requested requested = Requested::no;  // write an empty REQUESTED (pip: a top-level requirement)
   std::string installer = "venvfix";    // INSTALLER's content, without the newline
@@ -97,6 +108,12 @@ struct InstallOptions {
   // The last component of the headers directory (include/site/pythonX.Y/<name>); default: the
   // wheel file name's project name with `_` as `-`, as pip names it for a wheel file.
   std::optional<std::string> headers_name;
+  Unpack unpack = Unpack::parallel;
+  // Threads for Unpack::parallel; 0: one per CPU, at most 8. Small wheels get fewer.
+  unsigned threads = 0;
+  // Unpack::parallel inflates a deflate member whole in one buffer per thread when it is at most
+  // this large (so the peak memory is about threads x this); larger ones stream.
+  std::uint64_t max_buffer_bytes = 512ull << 20;
 };
 
 // One file written under the staging directory.
@@ -117,9 +134,11 @@ struct InstallResult {
 // Installs `contents` into `staging_dir` (an existing directory, on the venv's filesystem, that
 // will be moved into place by the caller) laid out relative to `venv.root`: site-packages files
 // under lib/pythonX.Y/site-packages/..., scripts under bin/, data under the root, headers under
-// include/site/pythonX.Y/<name>/. Streams each member once (inflate, sha256, write). Never
-// overwrites a file already in `staging_dir` (ExitCode::error naming it). After any failure,
-// everything this call wrote or created in `staging_dir` is removed again.
+// include/site/pythonX.Y/<name>/. Reads each member once (inflate, sha256, write; on several
+// threads, see Unpack). Never overwrites a file already in `staging_dir` (ExitCode::error naming
+// it). After any failure, everything this call wrote or created in `staging_dir` is removed
+// again. The wheel file is mapped into memory: it must not be truncated while the call runs
+// (a blob of the download cache never is).
 Result<InstallResult> install_wheel(const WheelContents& contents, const env::Venv& venv,
                                     const fs::path& staging_dir,
                                     const InstallOptions& options = {});

@@ -1,0 +1,203 @@
+#include "txn/manifest.hpp"
+
+#include <charconv>
+
+#include "venvfix/base/fs.hpp"
+
+#include "txn/paths.hpp"
+
+namespace venvfix::txn {
+
+namespace {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '\n')
+      out += "%0A";
+    else if (c == '\r')
+      out += "%0D";
+    else
+      out += c;
+  }
+  return out;
+}
+
+bool unescape(std::string_view text, std::string& out) {
+  out.clear();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    std::string_view code = text.substr(i + 1, 2);
+    if (code == "25")
+      out += '%';
+    else if (code == "0A")
+      out += '\n';
+    else if (code == "0D")
+      out += '\r';
+    else
+      return false;
+    i += 2;
+  }
+  return true;
+}
+
+template <typename T>
+bool parse_number(std::string_view text, T& value, int base = 10) {
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  return error == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+}  // namespace
+
+std::string_view to_string(SnapshotKind kind) {
+  return kind == SnapshotKind::tree ? "tree" : "transaction";
+}
+
+ManifestEntry entry_from_stat(char type, const struct stat& st, std::string path) {
+  FileIdentity id = file_identity_from(st);
+  ManifestEntry e;
+  e.type = type;
+  e.mode = type == 'S' ? 0777 : (id.mode & 07777);
+  e.size = id.size;
+  e.dev = id.device;
+  e.ino = id.inode;
+  e.nlink = static_cast<std::uint64_t>(st.st_nlink);
+  e.mtime_ns = id.mtime_ns;
+  e.ctime_ns = id.ctime_ns;
+  e.path = std::move(path);
+  return e;
+}
+
+ManifestEntry plain_entry(char type, std::uint32_t mode, std::string path) {
+  ManifestEntry e;
+  e.type = type;
+  e.mode = mode;
+  e.path = std::move(path);
+  return e;
+}
+
+SnapshotInfo Manifest::info() const {
+  SnapshotInfo info;
+  info.id = id;
+  info.kind = kind;
+  info.created = created;
+  info.reason = reason;
+  info.method = method;
+  info.format = format;
+  for (const ManifestEntry& entry : entries) {
+    if (entry.type == 'F' || entry.type == 'S') {
+      ++info.files;
+      info.bytes += entry.size;
+    }
+  }
+  return info;
+}
+
+std::string manifest_text(const Manifest& manifest) {
+  std::string out = fmt::format(
+      "venvfix-snapshot {}\nid {}\nkind {}\ncreated {}\nmethod {}\nreason {}\nentries\n",
+      manifest.format, manifest.id, to_string(manifest.kind), manifest.created, manifest.method,
+      escape(manifest.reason));
+  out.reserve(out.size() + manifest.entries.size() * 96);
+  for (const ManifestEntry& e : manifest.entries) {
+    fmt::format_to(std::back_inserter(out), "{} {:o} {} {} {} {} {} {} {}\n", e.type, e.mode,
+                   e.size, e.dev, e.ino, e.nlink, e.mtime_ns, e.ctime_ns, escape(e.path));
+  }
+  return out;
+}
+
+Result<Manifest> parse_manifest(std::string_view text, std::string_view source) {
+  std::size_t line_number = 0;
+  auto bad = [&](std::string_view what) {
+    return make_error(ExitCode::error, "{}, line {}: {}", source, line_number, what);
+  };
+  Manifest manifest;
+  bool in_entries = false;
+  bool have_kind = false;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    ++line_number;
+    if (line_number == 1) {
+      if (!line.starts_with("venvfix-snapshot ")) return bad("not a venvfix snapshot manifest");
+      if (!parse_number(line.substr(17), manifest.format)) return bad("bad format version");
+      if (manifest.format != k_manifest_format) {
+        return bad(fmt::format("format version {} is newer than this venvfix understands ({})",
+                               manifest.format, k_manifest_format));
+      }
+      continue;
+    }
+    if (!in_entries) {
+      if (line == "entries") {
+        in_entries = true;
+        continue;
+      }
+      std::size_t space = line.find(' ');
+      std::string_view key = line.substr(0, space);
+      std::string_view value = space == std::string_view::npos ? "" : line.substr(space + 1);
+      if (key == "id")
+        manifest.id = value;
+      else if (key == "kind") {
+        if (value == "tree")
+          manifest.kind = SnapshotKind::tree;
+        else if (value == "transaction")
+          manifest.kind = SnapshotKind::transaction;
+        else
+          return bad("unknown kind");
+        have_kind = true;
+      } else if (key == "created")
+        manifest.created = value;
+      else if (key == "method")
+        manifest.method = value;
+      else if (key == "reason") {
+        if (!unescape(value, manifest.reason)) return bad("bad escape");
+      }
+      continue;
+    }
+    if (line.empty()) continue;
+    ManifestEntry entry;
+    std::string_view fields[8];
+    std::string_view rest = line;
+    for (auto& field : fields) {
+      std::size_t space = rest.find(' ');
+      if (space == std::string_view::npos) return bad("too few fields");
+      field = rest.substr(0, space);
+      rest = rest.substr(space + 1);
+    }
+    if (fields[0].size() != 1 ||
+        std::string_view("FSDAC").find(fields[0][0]) == std::string_view::npos) {
+      return bad("unknown entry type");
+    }
+    entry.type = fields[0][0];
+    if (!parse_number(fields[1], entry.mode, 8) || !parse_number(fields[2], entry.size) ||
+        !parse_number(fields[3], entry.dev) || !parse_number(fields[4], entry.ino) ||
+        !parse_number(fields[5], entry.nlink) || !parse_number(fields[6], entry.mtime_ns) ||
+        !parse_number(fields[7], entry.ctime_ns)) {
+      return bad("bad number");
+    }
+    if (!unescape(rest, entry.path)) return bad("bad escape");
+    if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {
+      return bad("path " + entry.path + " leaves the venv");
+    }
+    manifest.entries.push_back(std::move(entry));
+  }
+  if (!in_entries || !have_kind || !is_safe_id(manifest.id)) {
+    return bad("incomplete header");
+  }
+  if (manifest.method != "reflink" && manifest.method != "hardlink" &&
+      manifest.method != "rename") {
+    return bad("unknown method " + manifest.method);
+  }
+  return manifest;
+}
+
+}  // namespace venvfix::txn

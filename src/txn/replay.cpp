@@ -1,0 +1,206 @@
+#include "txn/replay.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "txn/paths.hpp"
+#include "venvfix/txn/snapshot.hpp"
+
+namespace venvfix::txn {
+
+namespace {
+
+Error rename_error(const fs::path& root, const std::string& from, const std::string& to,
+                   int error_number) {
+  return make_error(ExitCode::error, "cannot move {} to {}: {}", (root / from).string(),
+                    (root / to).string(), errno_message(error_number));
+}
+
+Status rename_at(int rootfd, const fs::path& root, const std::string& from, const std::string& to) {
+  if (::renameat(rootfd, from.c_str(), rootfd, to.c_str()) != 0) {
+    return rename_error(root, from, to, errno);
+  }
+  return ok();
+}
+
+bool exists_at(int rootfd, const std::string& path) {
+  struct stat st {};
+  return ::fstatat(rootfd, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void join_errors(std::string& all, const Error& error) {
+  if (!all.empty()) all += "; ";
+  all += error.message;
+}
+
+}  // namespace
+
+Result<Fd> open_root(const env::Venv& venv) {
+  return open_file(venv.root, O_RDONLY | O_DIRECTORY);
+}
+
+Status run_step(int rootfd, const fs::path& root, const Journal& journal, const Step& step) {
+  switch (step.op) {
+    case StepOp::make_dir: {
+      if (::mkdirat(rootfd, step.path.c_str(), step.mode) != 0) {
+        if (errno == EEXIST) return ok();
+        return make_error(ExitCode::error, "cannot create {}: {}", (root / step.path).string(),
+                          errno_message(errno));
+      }
+      if (::fchmodat(rootfd, step.path.c_str(), step.mode, 0) != 0) {
+        return make_error(ExitCode::error, "cannot set the mode of {}: {}",
+                          (root / step.path).string(), errno_message(errno));
+      }
+      return ok();
+    }
+    case StepOp::move_out: {
+      std::string files = journal.snapshot_files();
+      VENVFIX_TRY(make_dirs_at(rootfd, files, parent_of(step.path), "", root));
+      return rename_at(rootfd, root, step.path, join(files, step.path));
+    }
+    case StepOp::move_in:
+      return rename_at(rootfd, root, join(journal.staging, step.path), step.path);
+    case StepOp::prune_dir:
+      if (::unlinkat(rootfd, step.path.c_str(), AT_REMOVEDIR) != 0) {
+        if (errno == ENOENT) return ok();
+        if (errno == ENOTEMPTY || errno == EEXIST) {
+          // Something appeared in it since begin(): keeping the directory is right, and undo
+          // sees it present and leaves it.
+          spdlog::debug("kept {}: not empty", (root / step.path).string());
+          return ok();
+        }
+        return make_error(ExitCode::error, "cannot remove the directory {}: {}",
+                          (root / step.path).string(), errno_message(errno));
+      }
+      return ok();
+  }
+  return ok();
+}
+
+Status sync_touched_dirs(int rootfd, const fs::path& root, const Journal& journal) {
+  std::set<std::string> dirs;
+  std::string files = journal.snapshot_files();
+  for (const Step& step : journal.steps) {
+    std::string parent = parent_of(step.path);
+    dirs.insert(parent);
+    if (step.op == StepOp::move_out) dirs.insert(join(files, parent));
+    if (step.op == StepOp::move_in) dirs.insert(join(journal.staging, parent));
+    if (step.op == StepOp::make_dir) dirs.insert(step.path);
+  }
+  for (const std::string& dir : dirs) {
+    int fd = ::openat(rootfd, dir.empty() ? "." : dir.c_str(),
+                      O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;  // pruned, or a snapshot directory never needed
+      return make_error(ExitCode::error, "cannot open {}: {}", (root / dir).string(),
+                        errno_message(errno));
+    }
+    Fd owned(fd);
+    if (::fsync(fd) != 0) {
+      return make_error(ExitCode::error, "{}: fsync: {}", (root / dir).string(),
+                        errno_message(errno));
+    }
+  }
+  return ok();
+}
+
+namespace {
+
+// Undoes one step if it happened.
+Status undo_step(int rootfd, const fs::path& root, const Journal& journal, const Step& step) {
+  switch (step.op) {
+    case StepOp::prune_dir: {
+      if (exists_at(rootfd, step.path)) return ok();
+      if (::mkdirat(rootfd, step.path.c_str(), step.mode) != 0 && errno != EEXIST) {
+        return make_error(ExitCode::error, "cannot recreate {}: {}", (root / step.path).string(),
+                          errno_message(errno));
+      }
+      if (::fchmodat(rootfd, step.path.c_str(), step.mode, 0) != 0) {
+        return make_error(ExitCode::error, "cannot set the mode of {}: {}",
+                          (root / step.path).string(), errno_message(errno));
+      }
+      return ok();
+    }
+    case StepOp::move_in: {
+      std::string staged = join(journal.staging, step.path);
+      if (exists_at(rootfd, staged)) return ok();      // not done
+      if (!exists_at(rootfd, step.path)) return ok();  // cannot happen without outside help
+      return rename_at(rootfd, root, step.path, staged);
+    }
+    case StepOp::move_out: {
+      std::string kept = join(journal.snapshot_files(), step.path);
+      if (!exists_at(rootfd, kept)) return ok();  // not done
+      if (exists_at(rootfd, step.path)) {
+        return make_error(ExitCode::error,
+                          "cannot put {} back: something else was created at its place",
+                          (root / step.path).string());
+      }
+      return rename_at(rootfd, root, kept, step.path);
+    }
+    case StepOp::make_dir: {
+      if (!exists_at(rootfd, step.path)) return ok();
+      if (::unlinkat(rootfd, step.path.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        return make_error(ExitCode::error, "cannot remove the directory {}: {}",
+                          (root / step.path).string(), errno_message(errno));
+      }
+      return ok();
+    }
+  }
+  return ok();
+}
+
+Status remove_snapshot_dir(int rootfd, const fs::path& root, const std::string& id) {
+  return remove_tree_at(rootfd, ".venvfix/snapshots/" + id, root);
+}
+
+}  // namespace
+
+Status undo_journal(const env::Venv& venv, int rootfd, const Journal& journal) {
+  const fs::path& root = venv.root;
+  std::string errors;
+  for (auto it = journal.steps.rbegin(); it != journal.steps.rend(); ++it) {
+    if (auto status = undo_step(rootfd, root, journal, *it); !status) {
+      join_errors(errors, status.error());
+    }
+  }
+  if (!errors.empty()) {
+    // Keep the journal: the next `recover` tries again once the cause is fixed.
+    return make_error(ExitCode::error, "roll back of {} incomplete: {}", journal.reason, errors);
+  }
+  VENVFIX_TRY(sync_touched_dirs(rootfd, root, journal));
+  // The undo is durable. The journal goes first: once it is gone nothing may be replayed
+  // (with the staging directory gone, "move_in done" could no longer be decided). A manifest
+  // written by a commit that never got its marker goes before it, so that no snapshot of a
+  // rolled back transaction is ever listed; the empty directories left are garbage that
+  // `recover` and `snapshot prune` remove.
+  std::string manifest = ".venvfix/snapshots/" + journal.id + "/manifest";
+  if (::unlinkat(rootfd, manifest.c_str(), 0) != 0 && errno != ENOENT) {
+    return make_error(ExitCode::error, "cannot remove {}: {}", (root / manifest).string(),
+                      errno_message(errno));
+  }
+  VENVFIX_TRY(remove_journal(venv));
+  VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.id));
+  if (journal.staging_owned) VENVFIX_TRY(remove_tree_at(rootfd, journal.staging, root));
+  return ok();
+}
+
+Status finish_journal(const env::Venv& venv, int rootfd, const Journal& journal,
+                      KeepSnapshot keep) {
+  const fs::path& root = venv.root;
+  if (journal.staging_owned) VENVFIX_TRY(remove_tree_at(rootfd, journal.staging, root));
+  if (keep == KeepSnapshot::no) VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.id));
+  if (!journal.consumes.empty()) {
+    VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.consumes));
+  }
+  return remove_journal(venv);
+}
+
+}  // namespace venvfix::txn

@@ -1,0 +1,25 @@
+// How the venv differs from a snapshot's state; shared by `snapshot diff` and restore.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "txn/manifest.hpp"
+#include "venvfix/env/venv.hpp"
+
+namespace venvfix::txn {
+
+struct StateDelta {
+  std::vector<std::string> added_files;   // in the venv, not in the state (files, symlinks)
+  std::vector<std::string> added_dirs;    // directories in the venv, not in the state
+  std::vector<std::string> put_back;      // state files/symlinks absent or different now
+  std::vector<std::string> changed;       // the subset of put_back present in the venv
+  std::vector<std::string> missing_dirs;  // state directories absent now
+};
+
+// Reads <venv>/.venvfix/snapshots/<id>/manifest.
+Result<Manifest> load_manifest(const env::Venv& venv, const std::string& id);
+
+Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& manifest);
+
+}  // namespace venvfix::txn

@@ -1,0 +1,118 @@
+// Listing, finding, diffing and deleting snapshots.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "txn/manifest.hpp"
+#include "txn/paths.hpp"
+#include "txn/snapshot_state.hpp"
+#include "venvfix/txn/snapshot.hpp"
+
+namespace venvfix::txn {
+
+Result<std::vector<SnapshotInfo>> list_snapshots(const env::Venv& venv) {
+  std::vector<SnapshotInfo> out;
+  fs::path base = snapshots_dir(venv);
+  std::error_code error;
+  if (!fs::exists(base, error)) return out;
+  for (const auto& entry : fs::directory_iterator(base, error)) {
+    std::string id = entry.path().filename().string();
+    if (!is_safe_id(id) || !fs::exists(entry.path() / "manifest")) continue;
+    auto manifest = load_manifest(venv, id);
+    if (!manifest) {
+      spdlog::warn("skipping snapshot {}: {}", id, manifest.error().message);
+      continue;
+    }
+    out.push_back(manifest->info());
+  }
+  if (error) {
+    return make_error(ExitCode::error, "cannot read {}: {}", base.string(), error.message());
+  }
+  std::sort(out.begin(), out.end(), [](const SnapshotInfo& a, const SnapshotInfo& b) {
+    return std::tie(a.created, a.id) < std::tie(b.created, b.id);
+  });
+  return out;
+}
+
+Result<SnapshotInfo> find_snapshot(const env::Venv& venv, const std::optional<std::string>& id) {
+  if (id) {
+    VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, *id));
+    return manifest.info();
+  }
+  VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
+  if (all.empty()) {
+    return make_error(ExitCode::usage, "the venv {} has no snapshots", venv.root.string());
+  }
+  return all.back();
+}
+
+namespace {
+
+// The manifest goes first, so an interrupted delete leaves garbage, never a broken snapshot.
+Status remove_snapshot(const env::Venv& venv, const std::string& id) {
+  fs::path dir = snapshots_dir(venv) / id;
+  if (::unlink((dir / "manifest").c_str()) != 0 && errno != ENOENT) {
+    return make_error(ExitCode::error, "cannot delete {}: {}", (dir / "manifest").string(),
+                      errno_message(errno));
+  }
+  std::error_code error;
+  fs::remove_all(dir, error);
+  if (error) {
+    return make_error(ExitCode::error, "cannot delete {}: {}", dir.string(), error.message());
+  }
+  return ok();
+}
+
+}  // namespace
+
+Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id) {
+  (void)lock;
+  VENVFIX_TRY(load_manifest(venv, id));
+  return remove_snapshot(venv, id);
+}
+
+Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
+                                                 std::size_t keep) {
+  (void)lock;
+  VENVFIX_TRY(require_no_unfinished_transaction(venv));
+  VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
+  std::vector<std::string> deleted;
+  for (std::size_t i = 0; i + keep < all.size(); ++i) {
+    VENVFIX_TRY(remove_snapshot(venv, all[i].id));
+    deleted.push_back(all[i].id);
+  }
+  // Garbage: directories without a manifest (an interrupted create, delete or roll back).
+  fs::path base = snapshots_dir(venv);
+  std::error_code error;
+  if (fs::exists(base, error)) {
+    for (const auto& entry : fs::directory_iterator(base, error)) {
+      if (!fs::exists(entry.path() / "manifest")) {
+        VENVFIX_TRY(remove_snapshot(venv, entry.path().filename().string()));
+      }
+    }
+  }
+  return deleted;
+}
+
+Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id) {
+  VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
+  VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
+  SnapshotDiff diff;
+  diff.added = delta.added_files;
+  diff.added.insert(diff.added.end(), delta.added_dirs.begin(), delta.added_dirs.end());
+  for (const std::string& path : delta.put_back) {
+    if (!std::binary_search(delta.changed.begin(), delta.changed.end(), path)) {
+      diff.removed.push_back(path);
+    }
+  }
+  diff.removed.insert(diff.removed.end(), delta.missing_dirs.begin(), delta.missing_dirs.end());
+  diff.changed = delta.changed;
+  std::sort(diff.added.begin(), diff.added.end());
+  std::sort(diff.removed.begin(), diff.removed.end());
+  return diff;
+}
+
+}  // namespace venvfix::txn

@@ -1,0 +1,383 @@
+#include "wheel/parallel_unpack.hpp"
+
+#include <libdeflate.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "wheel/zip_reader.hpp"
+
+namespace venvfix::wheel::detail {
+
+namespace {
+
+constexpr std::uint16_t k_stored = 0;
+constexpr std::uint16_t k_deflated = 8;
+// Hashed and written in pieces that stay in the core's cache between the three passes.
+constexpr std::size_t k_piece = 256u << 10;
+
+Status pwrite_all(int fd, std::span<const std::byte> data, std::uint64_t offset,
+                  const std::string& what) {
+  while (!data.empty()) {
+    ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
+    }
+    data = data.subspan(static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return ok();
+}
+
+// Hashes (sha256, CRC-32) and writes one member's bytes as they come.
+class MemberSink {
+ public:
+  MemberSink(Sha256& hasher, int fd, const std::string& what)
+      : m_hasher(hasher), m_fd(fd), m_what(what) {}
+
+  Status consume(std::span<const std::byte> data) {
+    while (!data.empty()) {
+      std::span<const std::byte> piece = data.first(std::min(data.size(), k_piece));
+      m_hasher.update(piece);
+      m_crc = libdeflate_crc32(m_crc, piece.data(), piece.size());
+      if (m_fd >= 0) VENVFIX_TRY(pwrite_all(m_fd, piece, m_written, m_what));
+      m_written += piece.size();
+      data = data.subspan(piece.size());
+    }
+    return ok();
+  }
+  std::uint32_t crc() const { return m_crc; }
+  std::uint64_t written() const { return m_written; }
+
+ private:
+  Sha256& m_hasher;
+  int m_fd;
+  const std::string& m_what;
+  std::uint32_t m_crc = 0;
+  std::uint64_t m_written = 0;
+};
+
+struct Decompressor {
+  Decompressor() : d(libdeflate_alloc_decompressor()) {}
+  ~Decompressor() {
+    if (d != nullptr) libdeflate_free_decompressor(d);
+  }
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+  libdeflate_decompressor* d;
+};
+
+// Inflate buffers outlive one install_wheel call: a plan installs several wheels, and fresh
+// pages cost a fault each (dear in a virtual machine). Mapped with MADV_HUGEPAGE, so that
+// where transparent huge pages are allowed a fault brings 2 MiB instead of 4 KiB.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept
+      : m_data(std::exchange(other.m_data, nullptr)), m_size(std::exchange(other.m_size, 0)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    std::swap(m_data, other.m_data);
+    std::swap(m_size, other.m_size);
+    return *this;
+  }
+  ~Buffer() {
+    if (m_data != nullptr) ::munmap(m_data, m_size);
+  }
+  static Buffer map(std::size_t size) {
+    constexpr std::size_t k_huge = 2u << 20;
+    size = (std::max<std::size_t>(size, 1) + k_huge - 1) / k_huge * k_huge;
+    void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    Buffer out;
+    if (data == MAP_FAILED) return out;
+    ::madvise(data, size, MADV_HUGEPAGE);
+    out.m_data = static_cast<std::byte*>(data);
+    out.m_size = size;
+    return out;
+  }
+  std::byte* data() const { return m_data; }
+  std::size_t size() const { return m_size; }
+
+ private:
+  std::byte* m_data = nullptr;
+  std::size_t m_size = 0;
+};
+
+class BufferPool {
+ public:
+  // A buffer of at least `size` bytes (an empty one when memory is short); the largest idle
+  // one is taken and grown when it is too small.
+  Buffer take(std::size_t size) {
+    Buffer out;
+    {
+      std::lock_guard lock(m_mutex);
+      auto largest = std::max_element(m_idle.begin(), m_idle.end(),
+                                      [](auto& a, auto& b) { return a.size() < b.size(); });
+      if (largest != m_idle.end()) {
+        out = std::move(*largest);
+        m_idle.erase(largest);
+      }
+    }
+    if (out.size() < size) {
+      out = Buffer();  // the old one goes first: the peak is the larger, not the sum
+      out = Buffer::map(size);
+    }
+    return out;
+  }
+  void give_back(Buffer buffer) {
+    if (buffer.size() == 0) return;
+    std::lock_guard lock(m_mutex);
+    if (m_idle.size() < k_max_idle) m_idle.push_back(std::move(buffer));
+  }
+
+ private:
+  static constexpr std::size_t k_max_idle = 8;
+  std::mutex m_mutex;
+  std::vector<Buffer> m_idle;
+};
+
+BufferPool& buffer_pool() {
+  static BufferPool* pool = new BufferPool();  // never destroyed: threads may outlive main
+  return *pool;
+}
+
+// One thread's tools: a decompressor, a hasher and an output buffer from the pool.
+struct Worker {
+  Decompressor decompressor;
+  Sha256 hasher;
+  Buffer buffer;
+
+  ~Worker() { buffer_pool().give_back(std::move(buffer)); }
+  std::byte* reserve(std::size_t size) {
+    if (buffer.size() < size) {
+      buffer_pool().give_back(std::move(buffer));
+      buffer = buffer_pool().take(size);
+    }
+    return buffer.size() < size ? nullptr : buffer.data();
+  }
+};
+
+class Unpacker {
+ public:
+  Unpacker(std::span<const std::byte> archive, const WheelContents& contents,
+           const std::vector<ZipIndexEntry>& entries, const std::vector<std::size_t>& match,
+           const std::string& display, const CreateFor& create, const UnpackConfig& config)
+      : m_archive(archive),
+        m_contents(contents),
+        m_entries(entries),
+        m_match(match),
+        m_display(display),
+        m_create(create),
+        m_config(config),
+        m_out(contents.members.size()) {}
+
+  Result<std::vector<StreamedMember>> run() {
+    plan_jobs();
+    const unsigned threads =
+        static_cast<unsigned>(std::min<std::size_t>(std::max(m_config.threads, 1u), m_jobs.size()));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back([this] { work(); });
+    work();
+    for (std::thread& thread : pool) thread.join();
+    if (m_error) return std::move(*m_error);
+    return std::move(m_out);
+  }
+
+ private:
+  // A job is one member inflated in memory (or copied), or the single pass of libarchive over
+  // every other member. Jobs go largest first, so the last to finish are the small ones.
+  struct Job {
+    std::uint64_t weight = 0;
+    std::optional<std::size_t> member;  // nullopt: the libarchive pass
+  };
+
+  bool fast(std::size_t i) const {
+    const ZipIndexEntry& entry = m_entries[m_match[i]];
+    if (entry.method == k_stored) return true;
+    return entry.method == k_deflated && entry.size <= m_config.max_buffer_bytes;
+  }
+
+  void plan_jobs() {
+    Job pass;
+    for (std::size_t i = 0; i < m_contents.members.size(); ++i) {
+      if (fast(i)) {
+        m_jobs.push_back(Job{m_contents.members[i].size + 4096, i});
+      } else {
+        m_streamed.emplace(m_contents.members[i].name, i);
+        pass.weight += m_contents.members[i].size + 4096;
+      }
+    }
+    if (!m_streamed.empty()) m_jobs.push_back(pass);
+    std::stable_sort(m_jobs.begin(), m_jobs.end(),
+                     [](const Job& a, const Job& b) { return a.weight > b.weight; });
+  }
+
+  void fail(Error error) {
+    std::lock_guard lock(m_mutex);
+    if (!m_error) m_error = std::move(error);
+    m_stop.store(true, std::memory_order_relaxed);
+  }
+
+  void work() {
+    Worker worker;
+    for (;;) {
+      if (m_stop.load(std::memory_order_relaxed)) return;
+      std::size_t next = m_next.fetch_add(1, std::memory_order_relaxed);
+      if (next >= m_jobs.size()) return;
+      const Job& job = m_jobs[next];
+      Status status = job.member ? unpack_one(worker, *job.member) : stream_rest(worker);
+      if (!status) {
+        fail(std::move(status).error());
+        return;
+      }
+    }
+  }
+
+  std::string what(std::size_t i) const {
+    return fmt::format("{}: member {}", m_display, m_contents.members[i].name);
+  }
+
+  // The checks every member passes, whichever way it was read.
+  Status check(std::size_t i, std::uint64_t got, const Sha256Digest& digest,
+               std::optional<std::uint32_t> crc) {
+    const WheelMember& member = m_contents.members[i];
+    if (got != member.size) {
+      return make_error(ExitCode::usage,
+                        "{}: member {} holds {} bytes but its header and RECORD say {}; the "
+                        "wheel is refused",
+                        m_display, member.name, got, member.size);
+    }
+    if (crc && *crc != m_entries[m_match[i]].crc32) {
+      return make_error(ExitCode::usage,
+                        "{}: member {} fails its zip CRC-32 check; the wheel is refused", m_display,
+                        member.name);
+    }
+    if (member.sha256 && *member.sha256 != digest) {
+      return make_error(ExitCode::usage,
+                        "{}: member {} does not match its sha256 in RECORD; the wheel is refused",
+                        m_display, member.name);
+    }
+    m_out[i].sha256 = digest;
+    return ok();
+  }
+
+  Status unpack_one(Worker& worker, std::size_t i) {
+    const WheelMember& member = m_contents.members[i];
+    const ZipIndexEntry& entry = m_entries[m_match[i]];
+    const std::span<const std::byte> packed =
+        m_archive.subspan(static_cast<std::size_t>(entry.data_offset),
+                          static_cast<std::size_t>(entry.compressed_size));
+    std::span<const std::byte> data;
+    if (entry.method == k_stored) {
+      data = packed.first(static_cast<std::size_t>(std::min(packed.size(), member.size)));
+      if (packed.size() > member.size) {
+        return make_error(ExitCode::usage,
+                          "{}: member {} holds more bytes than its recorded size ({})", m_display,
+                          member.name, member.size);
+      }
+    } else {
+      std::byte* out = worker.reserve(static_cast<std::size_t>(member.size));
+      if (out == nullptr) {
+        return make_error(ExitCode::error, "{}: member {}: out of memory for {} bytes", m_display,
+                          member.name, member.size);
+      }
+      std::size_t got = 0;
+      libdeflate_result rc =
+          libdeflate_deflate_decompress_ex(worker.decompressor.d, packed.data(), packed.size(), out,
+                                           static_cast<std::size_t>(member.size), nullptr, &got);
+      if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
+        return make_error(ExitCode::usage,
+                          "{}: member {} holds more bytes than its recorded size ({})", m_display,
+                          member.name, member.size);
+      }
+      if (rc != LIBDEFLATE_SUCCESS) {
+        return make_error(ExitCode::usage,
+                          "{}: member {} has a corrupt deflate stream; the wheel is refused",
+                          m_display, member.name);
+      }
+      data = {out, got};
+    }
+    VENVFIX_TRY_ASSIGN(Fd fd, m_create(i));
+    const std::string where = what(i);
+    MemberSink sink(worker.hasher, fd.get(), where);
+    // Sized first: one extent to fill rather than a file that grows with every write.
+    if (fd.valid() && !data.empty() &&
+        ::ftruncate(fd.get(), static_cast<off_t>(data.size())) != 0) {
+      return make_error(ExitCode::error, "{}: {}", where, errno_message(errno));
+    }
+    VENVFIX_TRY(sink.consume(data));
+    return check(i, sink.written(), worker.hasher.finish(), sink.crc());
+  }
+
+  // Every member the fast path does not take, in one pass of libarchive in archive order.
+  Status stream_rest(Worker& worker) {
+    VENVFIX_TRY_ASSIGN(ZipReader zip, ZipReader::open_memory(m_archive, m_display));
+    std::size_t seen = 0;
+    while (seen < m_streamed.size()) {
+      if (m_stop.load(std::memory_order_relaxed)) return ok();
+      VENVFIX_TRY_ASSIGN(std::optional<ZipEntry> entry, zip.next());
+      if (!entry) break;
+      auto it = m_streamed.find(entry->name);
+      if (it == m_streamed.end() || entry->type == EntryType::directory) continue;
+      const std::size_t i = it->second;
+      ++seen;
+      VENVFIX_TRY_ASSIGN(Fd fd, m_create(i));
+      const std::string where = what(i);
+      MemberSink sink(worker.hasher, fd.get(), where);
+      VENVFIX_TRY_ASSIGN(
+          std::uint64_t got,
+          zip.read_data(m_contents.members[i].name, m_contents.members[i].size,
+                        [&](std::span<const std::byte> block) { return sink.consume(block); }));
+      VENVFIX_TRY(check(i, got, worker.hasher.finish(), sink.crc()));
+    }
+    if (seen != m_streamed.size()) {
+      return make_error(ExitCode::usage,
+                        "{}: the archive holds fewer members than when it was checked; the wheel "
+                        "is refused",
+                        m_display);
+    }
+    return ok();
+  }
+
+  std::span<const std::byte> m_archive;
+  const WheelContents& m_contents;
+  const std::vector<ZipIndexEntry>& m_entries;
+  const std::vector<std::size_t>& m_match;
+  const std::string& m_display;
+  const CreateFor& m_create;
+  const UnpackConfig& m_config;
+  std::vector<StreamedMember> m_out;
+  std::vector<Job> m_jobs;
+  std::unordered_map<std::string_view, std::size_t> m_streamed;  // name -> member
+  std::atomic<std::size_t> m_next{0};
+  std::atomic<bool> m_stop{false};
+  std::mutex m_mutex;
+  std::optional<Error> m_error;
+};
+
+}  // namespace
+
+Result<std::vector<StreamedMember>> unpack_members(
+    std::span<const std::byte> archive, const WheelContents& contents,
+    const std::vector<ZipIndexEntry>& entries, const std::vector<std::size_t>& match,
+    const std::string& display, const CreateFor& create, const UnpackConfig& config) {
+  Unpacker unpacker(archive, contents, entries, match, display, create, config);
+  return unpacker.run();
+}
+
+unsigned unpack_threads(const WheelContents& contents, unsigned requested) {
+  unsigned threads = requested;
+  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  // A thread is worth it for about 4 MiB of output; pip's own wheel (11 MB) gets two or three.
+  std::uint64_t by_size = contents.total_size / (4u << 20) + 1;
+  return static_cast<unsigned>(std::min<std::uint64_t>(threads, by_size));
+}
+
+}  // namespace venvfix::wheel::detail

@@ -1,0 +1,191 @@
+#include "wheel/zip_index.hpp"
+
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+namespace venvfix::wheel::detail {
+
+namespace {
+
+constexpr std::uint32_t k_eocd_sig = 0x06054b50;
+constexpr std::uint32_t k_eocd64_locator_sig = 0x07064b50;
+constexpr std::uint32_t k_eocd64_sig = 0x06064b50;
+constexpr std::uint32_t k_central_sig = 0x02014b50;
+constexpr std::uint32_t k_local_sig = 0x04034b50;
+constexpr std::size_t k_eocd_size = 22;
+constexpr std::size_t k_central_size = 46;
+constexpr std::size_t k_local_size = 30;
+
+// Little-endian reads that fail (nullopt) instead of reading past the end.
+class Bytes {
+ public:
+  explicit Bytes(std::span<const std::byte> data) : m_data(data) {}
+  std::size_t size() const { return m_data.size(); }
+  bool has(std::uint64_t offset, std::uint64_t count) const {
+    return offset <= m_data.size() && count <= m_data.size() - offset;
+  }
+  std::uint64_t le(std::uint64_t offset, int width) const {
+    std::uint64_t value = 0;
+    for (int i = width - 1; i >= 0; --i) {
+      value = (value << 8) | std::to_integer<std::uint64_t>(m_data[offset + i]);
+    }
+    return value;
+  }
+  std::uint16_t u16(std::uint64_t offset) const {
+    return static_cast<std::uint16_t>(le(offset, 2));
+  }
+  std::uint32_t u32(std::uint64_t offset) const {
+    return static_cast<std::uint32_t>(le(offset, 4));
+  }
+  std::uint64_t u64(std::uint64_t offset) const { return le(offset, 8); }
+  std::string_view text(std::uint64_t offset, std::size_t count) const {
+    return {reinterpret_cast<const char*>(m_data.data()) + offset, count};
+  }
+
+ private:
+  std::span<const std::byte> m_data;
+};
+
+struct Directory {
+  std::uint64_t entries = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+
+std::optional<Directory> find_directory(const Bytes& b) {
+  if (b.size() < k_eocd_size) return std::nullopt;
+  // The end record is the last thing in the file, followed only by its comment (< 64 KiB).
+  std::size_t lowest = b.size() - k_eocd_size > 0xFFFF ? b.size() - k_eocd_size - 0xFFFF : 0;
+  std::optional<std::size_t> eocd;
+  for (std::size_t at = b.size() - k_eocd_size + 1; at-- > lowest;) {
+    if (b.u32(at) == k_eocd_sig && at + k_eocd_size + b.u16(at + 20) == b.size()) {
+      eocd = at;
+      break;
+    }
+  }
+  if (!eocd) return std::nullopt;
+  const std::size_t e = *eocd;
+  if (b.u16(e + 4) != 0 || b.u16(e + 6) != 0) return std::nullopt;  // multi-disk
+  Directory dir{b.u16(e + 10), b.u32(e + 16), b.u32(e + 12)};
+  if (dir.entries == 0xFFFF || dir.offset == 0xFFFFFFFF || dir.size == 0xFFFFFFFF) {
+    if (e < 20 || b.u32(e - 20) != k_eocd64_locator_sig) return std::nullopt;
+    std::uint64_t at = b.u64(e - 20 + 8);
+    if (!b.has(at, 56) || b.u32(at) != k_eocd64_sig) return std::nullopt;
+    if (b.u32(at + 16) != 0 || b.u32(at + 20) != 0) return std::nullopt;
+    dir = Directory{b.u64(at + 32), b.u64(at + 48), b.u64(at + 40)};
+  }
+  if (!b.has(dir.offset, dir.size)) return std::nullopt;
+  // Every entry takes at least 46 bytes: a count beyond that is a lie, not an allocation.
+  if (dir.entries > dir.size / k_central_size) return std::nullopt;
+  return dir;
+}
+
+// The zip64 extended information extra field (0x0001) replaces the fields that hold all ones,
+// in this order: size, compressed size, local header offset.
+bool apply_zip64(const Bytes& b, std::uint64_t extra, std::uint64_t extra_len, ZipIndexEntry& entry,
+                 std::uint64_t& local_offset) {
+  bool need_size = entry.size == 0xFFFFFFFF;
+  bool need_csize = entry.compressed_size == 0xFFFFFFFF;
+  bool need_offset = local_offset == 0xFFFFFFFF;
+  if (!need_size && !need_csize && !need_offset) return true;
+  std::uint64_t at = extra;
+  const std::uint64_t end = extra + extra_len;
+  while (at + 4 <= end) {
+    std::uint16_t id = b.u16(at);
+    std::uint16_t len = b.u16(at + 2);
+    if (at + 4 + len > end) return false;
+    if (id == 0x0001) {
+      std::uint64_t field = at + 4;
+      const std::uint64_t field_end = field + len;
+      auto take = [&](std::uint64_t& value) {
+        if (field + 8 > field_end) return false;
+        value = b.u64(field);
+        field += 8;
+        return true;
+      };
+      if (need_size && !take(entry.size)) return false;
+      if (need_csize && !take(entry.compressed_size)) return false;
+      if (need_offset && !take(local_offset)) return false;
+      return true;
+    }
+    at += 4 + len;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::vector<ZipIndexEntry>> read_zip_index(std::span<const std::byte> data) {
+  const Bytes b(data);
+  std::optional<Directory> dir = find_directory(b);
+  if (!dir) return std::nullopt;
+  std::vector<ZipIndexEntry> out;
+  out.reserve(static_cast<std::size_t>(dir->entries));
+  std::uint64_t at = dir->offset;
+  const std::uint64_t end = dir->offset + dir->size;
+  for (std::uint64_t i = 0; i < dir->entries; ++i) {
+    if (at + k_central_size > end || b.u32(at) != k_central_sig) return std::nullopt;
+    ZipIndexEntry entry;
+    entry.flags = b.u16(at + 8);
+    entry.method = b.u16(at + 10);
+    entry.crc32 = b.u32(at + 16);
+    entry.compressed_size = b.u32(at + 20);
+    entry.size = b.u32(at + 24);
+    const std::uint64_t name_len = b.u16(at + 28);
+    const std::uint64_t extra_len = b.u16(at + 30);
+    const std::uint64_t comment_len = b.u16(at + 32);
+    std::uint64_t local = b.u32(at + 42);
+    const std::uint64_t next = at + k_central_size + name_len + extra_len + comment_len;
+    if (next > end) return std::nullopt;
+    entry.name = std::string(b.text(at + k_central_size, name_len));
+    if (!apply_zip64(b, at + k_central_size + name_len, extra_len, entry, local)) {
+      return std::nullopt;
+    }
+    // The local header must name the same member; the data follows it and its extra field,
+    // and ends before the central directory.
+    if (!b.has(local, k_local_size) || b.u32(local) != k_local_sig) return std::nullopt;
+    const std::uint64_t local_name_len = b.u16(local + 26);
+    const std::uint64_t local_extra_len = b.u16(local + 28);
+    if (local_name_len != name_len || !b.has(local + k_local_size, name_len) ||
+        b.text(local + k_local_size, name_len) != entry.name) {
+      return std::nullopt;
+    }
+    entry.data_offset = local + k_local_size + local_name_len + local_extra_len;
+    if (entry.data_offset > dir->offset ||
+        entry.compressed_size > dir->offset - entry.data_offset) {
+      return std::nullopt;
+    }
+    out.push_back(std::move(entry));
+    at = next;
+  }
+  return out;
+}
+
+std::optional<std::vector<std::size_t>> match_members(const WheelContents& contents,
+                                                      const std::vector<ZipIndexEntry>& entries) {
+  std::unordered_map<std::string_view, std::size_t> by_name;
+  by_name.reserve(contents.members.size());
+  for (std::size_t i = 0; i < contents.members.size(); ++i) by_name[contents.members[i].name] = i;
+  std::vector<std::size_t> out(contents.members.size(), entries.size());
+  std::size_t matched = 0;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    const ZipIndexEntry& entry = entries[k];
+    auto it = by_name.find(entry.name);
+    if (it == by_name.end()) {
+      if (entry.name.ends_with('/')) continue;  // a directory entry
+      return std::nullopt;
+    }
+    const std::size_t i = it->second;
+    if (out[i] != entries.size() || entry.size != contents.members[i].size ||
+        (entry.flags & 0x1) != 0) {
+      return std::nullopt;
+    }
+    out[i] = k;
+    ++matched;
+  }
+  if (matched != contents.members.size()) return std::nullopt;
+  return out;
+}
+
+}  // namespace venvfix::wheel::detail

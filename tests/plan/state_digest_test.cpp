@@ -1,0 +1,63 @@
+// The state digest a plan carries: equal for equal venv states wherever they live, different
+// as soon as the inventory or what the file checks saw differs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "plan/plan_test_support.hpp"
+
+namespace venvfix::plan {
+namespace {
+
+using namespace venvfix::plan::testing;
+
+class PlanStateDigest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-plan-state-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+  }
+  std::optional<TempDir> m_dir;
+};
+
+TEST_F(PlanStateDigest, SameStateSameDigestWhereverTheVenvLives) {
+  fs::path first = venvfix::testing::make_scenario("killed-install", m_dir->path() / "a");
+  fs::path second = venvfix::testing::make_scenario("killed-install", m_dir->path() / "b");
+  std::string digest = state_digest(analyse(first));
+  EXPECT_EQ(digest.size(), 64u);
+  EXPECT_EQ(digest.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(digest, state_digest(analyse(first)));   // deterministic
+  EXPECT_EQ(digest, state_digest(analyse(second)));  // no absolute path, inode or time in it
+}
+
+TEST_F(PlanStateDigest, ChangesWithWhatTheChecksSee) {
+  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  fs::path site = site_packages_of(venv);
+  std::string healthy = state_digest(analyse(venv));
+
+  // Same size, other bytes, in a library torch loads (always hash-checked): mismatched.
+  fs::path library = site / "nvidia/cufft/lib/libcufft.so.11";
+  auto bytes = read_file(library);
+  ASSERT_TRUE(bytes);
+  std::string changed = *bytes;
+  changed[changed.size() - 1] = static_cast<char>(changed.back() ^ 0x5a);
+  fs::remove(library);  // a new inode, as an installer would write it
+  std::ofstream(library, std::ios::binary) << changed;
+  std::string mismatched = state_digest(analyse(venv));
+  EXPECT_NE(mismatched, healthy);
+
+  fs::remove(library);  // now missing: a ghost file
+  std::string missing = state_digest(analyse(venv));
+  EXPECT_NE(missing, healthy);
+  EXPECT_NE(missing, mismatched);
+
+  std::ofstream(library, std::ios::binary) << *bytes;  // back as it was
+  EXPECT_EQ(state_digest(analyse(venv)), healthy);
+
+  write_distribution(site, "another", "1.0", {"nvidia-cudnn-cu12"});
+  EXPECT_NE(state_digest(analyse(venv)), healthy);
+}
+
+}  // namespace
+}  // namespace venvfix::plan
