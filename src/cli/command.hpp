@@ -28,6 +28,7 @@ void add_rollback_command(CLI::App& app, CommandContext& context);
 void add_recover_command(CLI::App& app, CommandContext& context);
 void add_run_command(CLI::App& app, CommandContext& context);
 void add_apply_command(CLI::App& app, CommandContext& context);
+void add_uninstall_command(CLI::App& app, CommandContext& context);
 
 // True when stdout is a terminal and colour is allowed (NO_COLOR unset).
 bool stdout_wants_color();

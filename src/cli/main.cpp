@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   add_recover_command(app, context);
   add_run_command(app, context);
   add_apply_command(app, context);
+  add_uninstall_command(app, context);
 
   try {
     app.parse(argc, argv);

@@ -34,19 +34,6 @@ TargetVerdict judge_targets(const verify::Analysis& after, const plan::Plan& pla
                             const std::set<std::string>& installed) {
   const std::set<std::string> unfixable_sonames = strings_of(plan.unresolved, "soname", false);
   const std::set<std::string> unfixable_dists = strings_of(plan.unresolved, "dist", true);
-  std::set<std::string> answered;
-  if (plan.findings.is_array()) {
-    for (const nlohmann::json& finding : plan.findings) {
-      if (!finding.is_object() || !finding.contains("dist") || !finding["dist"].is_string()) {
-        continue;
-      }
-      std::string kind = finding.value("kind", "");
-      if (kind == "ghost-files" || kind == "clobbered-files") {
-        answered.insert(pep::normalize_name(finding["dist"].get<std::string>()));
-      }
-    }
-  }
-
   TargetVerdict verdict;
   for (const verify::Finding& finding : after.findings) {
     if (finding.severity != verify::Severity::problem) continue;
@@ -59,8 +46,7 @@ TargetVerdict judge_targets(const verify::Analysis& after, const plan::Plan& pla
       case verify::FindingKind::ghost_files:
       case verify::FindingKind::clobbered_files: {
         std::string dist = pep::normalize_name(finding.dist);
-        fails = (installed.count(dist) != 0 || answered.count(dist) != 0) &&
-                unfixable_dists.count(dist) == 0;
+        fails = installed.count(dist) != 0 && unfixable_dists.count(dist) == 0;
         break;
       }
       default:

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -16,38 +20,6 @@
 #include "venvfix/pep/version.hpp"
 
 namespace venvfix::txn {
-
-Result<std::vector<FetchedWheel>> download_plan_wheels(const plan::Plan& plan,
-                                                       fetch::Downloader& downloader) {
-  std::vector<fetch::DownloadRequest> requests;
-  std::vector<std::size_t> actions;
-  for (std::size_t i = 0; i < plan.actions.size(); ++i) {
-    const plan::Action& action = plan.actions[i];
-    if (action.kind != plan::ActionKind::install) continue;
-    fetch::DownloadRequest request;
-    request.url = action.url;
-    // The plan's hash is the contract: never download without one (parse_plan requires it).
-    request.sha256_hex = action.sha256;
-    if (action.size != 0) request.size = action.size;
-    request.display_name = action.file;
-    requests.push_back(std::move(request));
-    actions.push_back(i);
-  }
-  if (requests.empty()) return std::vector<FetchedWheel>{};
-  VENVFIX_TRY_ASSIGN(std::vector<fetch::DownloadResult> results, downloader.download_all(requests));
-  std::vector<FetchedWheel> out;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    // download_all checked the digest; checking again here keeps the promise independent of
-    // the downloader's internals (and costs a string compare).
-    if (results[i].sha256_hex != plan.actions[actions[i]].sha256) {
-      return make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
-                        redact_url(requests[i].url), results[i].sha256_hex,
-                        plan.actions[actions[i]].sha256);
-    }
-    out.push_back({actions[i], results[i].path, results[i].size, results[i].from_cache});
-  }
-  return out;
-}
 
 namespace {
 
@@ -82,7 +54,81 @@ Result<fs::path> named_link(const fs::path& dir, const StageItem& item) {
   return link;
 }
 
+// Reads, checks and installs one wheel (reached through `link`, its own file name) into staging.
+Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, const StageItem& item,
+                              const fs::path& link, const fs::path& staging,
+                              const StageOptions& options) {
+  const plan::Action& action = plan.actions[item.action];
+  VENVFIX_TRY_ASSIGN(wheel::WheelContents contents, wheel::read_wheel(link));
+  VENVFIX_TRY(check_identity(contents, action));
+  wheel::InstallOptions install_options;
+  install_options.requested = item.requested;
+  install_options.umask = options.umask;
+  install_options.python_executable = options.python;
+  auto result = wheel::install_wheel(contents, venv, staging, install_options);
+  if (!result) return with_context(std::move(result).error(), "cannot unpack " + item.file_name);
+  spdlog::debug("staged {} ({} files)", item.file_name, result->files.size());
+  return StagedWheel{item.action, contents.metadata.name, contents.metadata.version,
+                     std::move(result).value()};
+}
+
+// The plan's install actions as download requests, their file names checked first (a usage
+// error costs no download).
+Status check_file_names(const plan::Plan& plan) {
+  std::set<std::string> seen;
+  for (const plan::Action& action : plan.actions) {
+    if (action.kind != plan::ActionKind::install) continue;
+    const fs::path name(action.file);
+    if (action.file.empty() || name.filename() != name || action.file == "." ||
+        action.file == ".." || !action.file.ends_with(".whl")) {
+      return make_error(ExitCode::usage,
+                        "the plan names the wheel file \"{}\", which is not a .whl file name",
+                        action.file);
+    }
+    if (!seen.insert(action.file).second) {
+      return make_error(ExitCode::usage, "the plan installs the wheel {} twice", action.file);
+    }
+  }
+  return ok();
+}
+
+fetch::DownloadRequest request_for(const plan::Action& action) {
+  fetch::DownloadRequest request;
+  request.url = action.url;
+  // The plan's hash is the contract: never download without one (parse_plan requires it).
+  request.sha256_hex = action.sha256;
+  if (action.size != 0) request.size = action.size;
+  request.display_name = action.file;
+  return request;
+}
+
 }  // namespace
+
+Result<std::vector<FetchedWheel>> download_plan_wheels(const plan::Plan& plan,
+                                                       fetch::Downloader& downloader) {
+  std::vector<fetch::DownloadRequest> requests;
+  std::vector<std::size_t> actions;
+  for (std::size_t i = 0; i < plan.actions.size(); ++i) {
+    const plan::Action& action = plan.actions[i];
+    if (action.kind != plan::ActionKind::install) continue;
+    requests.push_back(request_for(action));
+    actions.push_back(i);
+  }
+  if (requests.empty()) return std::vector<FetchedWheel>{};
+  VENVFIX_TRY_ASSIGN(std::vector<fetch::DownloadResult> results, downloader.download_all(requests));
+  std::vector<FetchedWheel> out;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    // download_all checked the digest; checking again here keeps the promise independent of
+    // the downloader's internals (and costs a string compare).
+    if (results[i].sha256_hex != plan.actions[actions[i]].sha256) {
+      return make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
+                        redact_url(requests[i].url), results[i].sha256_hex,
+                        plan.actions[actions[i]].sha256);
+    }
+    out.push_back({actions[i], results[i].path, results[i].size, results[i].from_cache});
+  }
+  return out;
+}
 
 Result<std::vector<StagedWheel>> stage_wheels(const env::Venv& venv, const plan::Plan& plan,
                                               std::span<const StageItem> items,
@@ -116,30 +162,14 @@ Result<std::vector<StagedWheel>> stage_wheels(const env::Venv& venv, const plan:
       if (stop.load()) return;
       std::size_t i = next.fetch_add(1);
       if (i >= items.size()) return;
-      const StageItem& item = items[i];
-      const plan::Action& action = plan.actions[item.action];
-      auto fail = [&](Error error) {
-        std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::move(error);
-        stop.store(true);
-      };
-      auto contents = wheel::read_wheel(paths[i]);
-      if (!contents) return fail(std::move(contents).error());
-      if (auto status = check_identity(*contents, action); !status) {
-        return fail(std::move(status).error());
-      }
-      wheel::InstallOptions install_options;
-      install_options.requested = item.requested;
-      install_options.umask = options.umask;
-      install_options.python_executable = options.python;
-      auto result = wheel::install_wheel(*contents, venv, staging, install_options);
+      auto result = stage_one(venv, plan, items[i], paths[i], staging, options);
       if (!result) {
-        Error error = std::move(result).error();
-        return fail(with_context(std::move(error), "cannot unpack " + item.file_name));
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::move(result).error();
+        stop.store(true);
+        return;
       }
-      spdlog::debug("staged {} ({} files)", item.file_name, result->files.size());
-      staged[i] = StagedWheel{item.action, contents->metadata.name, contents->metadata.version,
-                              std::move(result).value()};
+      staged[i] = std::move(result).value();
     }
   };
 
@@ -154,6 +184,100 @@ Result<std::vector<StagedWheel>> stage_wheels(const env::Venv& venv, const plan:
   std::vector<StagedWheel> out;
   out.reserve(staged.size());
   for (auto& wheel : staged) out.push_back(std::move(*wheel));
+  return out;
+}
+
+Result<FetchedAndStaged> fetch_and_stage(
+    const env::Venv& venv, const plan::Plan& plan, fetch::Downloader& downloader,
+    const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,
+    const StageOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  VENVFIX_TRY(check_file_names(plan));
+  std::vector<fetch::DownloadRequest> requests;
+  std::vector<std::size_t> actions;
+  for (std::size_t i = 0; i < plan.actions.size(); ++i) {
+    if (plan.actions[i].kind != plan::ActionKind::install) continue;
+    requests.push_back(request_for(plan.actions[i]));
+    actions.push_back(i);
+  }
+  FetchedAndStaged out;
+  if (requests.empty()) return out;
+  VENVFIX_TRY_ASSIGN(TempDir links, TempDir::create("venvfix-wheels-"));
+
+  // Downloads feed a queue; `options.threads` workers stage each wheel as soon as it is in the
+  // cache, so downloading, inflating, hashing and writing overlap.
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<std::size_t> queue;  // request indices
+  bool done = false;
+  std::optional<Error> failure;
+  std::vector<fetch::DownloadResult> results(requests.size());
+  std::vector<std::optional<StagedWheel>> staged(requests.size());
+
+  auto work = [&] {
+    for (;;) {
+      std::size_t index = 0;
+      {
+        std::unique_lock lock(mutex);
+        ready.wait(lock, [&] { return !queue.empty() || done || failure; });
+        if (failure || queue.empty()) return;
+        index = queue.front();
+        queue.pop_front();
+      }
+      const plan::Action& action = plan.actions[actions[index]];
+      StageItem item{actions[index], results[index].path, action.file,
+                     requested ? requested(actions[index]) : wheel::Requested::no};
+      Result<StagedWheel> result = [&]() -> Result<StagedWheel> {
+        VENVFIX_TRY_ASSIGN(fs::path link, named_link(links.path(), item));
+        return stage_one(venv, plan, item, link, staging, options);
+      }();
+      std::lock_guard lock(mutex);
+      if (!result) {
+        if (!failure) failure = std::move(result).error();
+        ready.notify_all();
+        return;
+      }
+      staged[index] = std::move(result).value();
+    }
+  };
+  const std::size_t thread_count = std::min<std::size_t>(
+      requests.size(), static_cast<std::size_t>(std::max(1, options.threads)));
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < thread_count; ++t) threads.emplace_back(work);
+
+  auto downloaded = downloader.download_each(
+      requests, [&](std::size_t index, const fetch::DownloadResult& result) -> Status {
+        std::lock_guard lock(mutex);
+        if (failure) return *failure;  // stop the downloads: staging already failed
+        if (result.sha256_hex != plan.actions[actions[index]].sha256) {
+          failure = make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
+                               redact_url(requests[index].url), result.sha256_hex,
+                               plan.actions[actions[index]].sha256);
+          ready.notify_all();
+          return *failure;
+        }
+        results[index] = result;
+        queue.push_back(index);
+        ready.notify_one();
+        return ok();
+      });
+  const auto downloads_end = Clock::now();
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  ready.notify_all();
+  for (std::thread& thread : threads) thread.join();
+  if (failure) return std::move(*failure);
+  if (!downloaded) return std::move(downloaded).error();
+
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    out.fetched.push_back({actions[i], results[i].path, results[i].size, results[i].from_cache});
+    out.staged.push_back(std::move(*staged[i]));
+  }
+  out.download_s = std::chrono::duration<double>(downloads_end - start).count();
+  out.stage_tail_s = std::chrono::duration<double>(Clock::now() - downloads_end).count();
   return out;
 }
 

@@ -184,5 +184,60 @@ TEST_F(Stage, TwoWheelsWritingOnePathAreRefused) {
   EXPECT_THAT(staged.error().message, HasSubstr("shared/data.txt"));
 }
 
+TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {
+  auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
+  const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
+  plan::Plan plan;
+  plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
+  plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  fetch::Downloader downloader(m_config);
+  auto both = fetch_and_stage(*venv, plan, downloader, staging, [](std::size_t action) {
+    return action == 1 ? wheel::Requested::yes : wheel::Requested::no;
+  });
+  ASSERT_TRUE(both) << both.error().message;
+  ASSERT_EQ(both->staged.size(), 2u);
+  EXPECT_EQ(both->staged[0].dist, "nvidia-cudnn-cu12");
+  EXPECT_EQ(both->staged[1].action, 1u);
+  EXPECT_EQ(both->fetched[1].action, 1u);
+  const std::string site = venv->purelib.lexically_relative(venv->root).generic_string();
+  EXPECT_TRUE(fs::exists(staging / site / "nvidia_cublas_cu12-12.8.4.1.dist-info/REQUESTED"));
+  EXPECT_FALSE(fs::exists(staging / site / "nvidia_cudnn_cu12-9.10.2.21.dist-info/REQUESTED"));
+  for (const StagedWheel& wheel : both->staged) {
+    for (const wheel::InstalledFile& file : wheel.install.files) {
+      EXPECT_TRUE(fs::is_regular_file(staging / file.path)) << file.path;
+    }
+  }
+
+  // A hostile wheel among good ones: refused (usage), nothing of it written.
+  fs::path tree = m_dir->path() / "tree";
+  write_text(tree / "demo/__init__.py", "x = 1\n");
+  MadeWheel hostile = make_wheel(m_dir->path() / "wheels", "demo", "1.0", tree,
+                                 {"--purelib", "--raw", "/etc/venvfix-absolute=owned"});
+  plan.actions.push_back(install_action("demo", "1.0", hostile, file_url(hostile.path)));
+  fs::path staging2 = m_dir->path() / "staging2";
+  fs::create_directories(staging2);
+  auto refused = fetch_and_stage(*venv, plan, downloader, staging2, {});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ExitCode::usage);
+  EXPECT_FALSE(fs::exists("/etc/venvfix-absolute"));
+
+  // A wrong hash: ExitCode::network, whatever was staged before.
+  plan.actions.pop_back();
+  plan.actions[1].sha256 = std::string(64, 'b');
+  fetch::FetchConfig fresh = m_config;
+  fresh.cache_dir = m_dir->path() / "cache2";
+  fetch::Downloader cold(fresh);
+  fs::path staging3 = m_dir->path() / "staging3";
+  fs::create_directories(staging3);
+  auto mismatch = fetch_and_stage(*venv, plan, cold, staging3, {});
+  ASSERT_FALSE(mismatch);
+  EXPECT_EQ(mismatch.error().code, ExitCode::network);
+}
+
 }  // namespace
 }  // namespace venvfix::txn

@@ -2,8 +2,8 @@
 // really load?
 //
 // 1. judge_targets: a fresh verify::analyze of the changed venv, read by the loader rules: no
-//    target soname may stay unresolved or escape to the system, and no ghost or clobbered
-//    distribution that the plan installed or answered may be left.
+//    target soname may stay unresolved or escape to the system, and no distribution the plan
+//    installed may be a ghost or clobbered.
 // 2. dlopen_in_child: every library the plan installed and every target object whose load
 //    closure changed is dlopen'ed (RTLD_NOW) by the venvfix binary itself (`venvfix
 //    __load-check`, never the venv's python, which may be the broken part) in a child process
@@ -43,8 +43,9 @@ struct TargetVerdict {
 
 // Reads `after` (the analysis of the venv after the moves, same targets as the plan). Fails on:
 // an unresolved or escaped target soname, unless the plan lists it as unresolvable; a ghost or
-// clobbered distribution that the transaction installed (`installed`: normalised names) or
-// that the plan's findings name, unless the plan lists it as unresolvable.
+// clobbered distribution that the transaction installed (`installed`: normalised names), unless
+// the plan lists it as unresolvable. Other problems (ones the venv had and the plan does not
+// claim to fix, such as a ghost left alone by an uninstall) are `remaining`.
 TargetVerdict judge_targets(const verify::Analysis& after, const plan::Plan& plan,
                             const std::set<std::string>& installed);
 

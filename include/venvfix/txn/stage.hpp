@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,5 +72,23 @@ Result<std::vector<StagedWheel>> stage_wheels(const env::Venv& venv, const plan:
                                               std::span<const StageItem> items,
                                               const fs::path& staging,
                                               const StageOptions& options = {});
+
+struct FetchedAndStaged {
+  std::vector<FetchedWheel> fetched;  // in action order
+  std::vector<StagedWheel> staged;    // parallel to `fetched`
+  double download_s = 0;              // until the last wheel was in the cache
+  double stage_tail_s = 0;            // staging still running after that
+};
+
+// download_plan_wheels and stage_wheels overlapped: each wheel is staged as soon as it is in
+// the cache (Downloader::download_each), `options.threads` at a time, while the others still
+// download. `requested(action index)` says whether to write REQUESTED (may be empty: never).
+// Errors as the two functions give them: a download or hash failure is ExitCode::network; a
+// staging failure stops the downloads. The venv is never written; after a failure the caller
+// discards `staging`.
+Result<FetchedAndStaged> fetch_and_stage(
+    const env::Venv& venv, const plan::Plan& plan, fetch::Downloader& downloader,
+    const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,
+    const StageOptions& options = {});
 
 }  // namespace venvfix::txn

@@ -1,0 +1,100 @@
+// `venvfix apply` and `venvfix uninstall`: a plan carried out as one transaction.
+//
+// The pipeline (docs/apply.md): check the plan against the venv (state digest), download and
+// hash-check every wheel, unpack them into a staging directory on the venv's filesystem,
+// compute what leaves the venv the way pip uninstalls (keeping what remaining distributions
+// own), begin the journaled transaction, move, verify (loader rules, dlopen in a child,
+// --verify-cmd), then commit, or roll back to exactly the state before.
+//
+// Failure contract: when apply_plan returns an Error the venv is as it was before the call
+// (or, if even the roll back failed, the error says so and the journal lets `venvfix recover`
+// finish it). Exit codes: 4 download, 5 verification (rolled back), 6 locked/unfinished
+// transaction, 7 stale plan, 2 a plan that cannot be applied as written, 1 otherwise.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "venvfix/base/result.hpp"
+#include "venvfix/elf/system_view.hpp"
+#include "venvfix/env/venv.hpp"
+#include "venvfix/fetch/downloader.hpp"
+#include "venvfix/manifest/manifests.hpp"
+#include "venvfix/plan/document.hpp"
+#include "venvfix/txn/load_check.hpp"
+#include "venvfix/txn/lock.hpp"
+#include "venvfix/txn/transaction.hpp"
+
+namespace venvfix::txn {
+
+// full: a failed verification rolls back (exit 5). report: verification runs and is reported,
+// and the transaction commits anyway (`uninstall --force`).
+enum class VerifyMode { full, report };
+
+struct ApplyOptions {
+  KeepSnapshot snapshot = KeepSnapshot::no;  // --snapshot: keep what was replaced for rollback
+  std::vector<std::string> verify_cmd;       // argv of --verify-cmd; empty: none
+  int load_timeout_s = 60;                   // the dlopen child
+  int verify_cmd_timeout_s = 600;
+  VerifyMode verify = VerifyMode::full;
+  std::string reason = "apply";  // journal and snapshot reason
+  fs::path helper;               // the venvfix binary for the load check; default: this one
+  int stage_threads = 2;
+};
+
+struct ActionDone {
+  plan::ActionKind kind = plan::ActionKind::install;
+  std::string dist;
+  std::string version;
+  std::optional<plan::DistVersion> replaced;  // the installed distribution it took the place of
+  std::size_t files_added = 0;
+  std::size_t files_removed = 0;  // old files taken out (replaced ones included)
+  std::vector<std::string> kept;  // venv-relative: another distribution still owns them
+  bool from_cache = false;        // install: the wheel came from the download cache
+};
+
+struct ApplyTimings {
+  double check_s = 0;     // state check (analysis)
+  double download_s = 0;  // until the last wheel was in the cache (staging overlaps it)
+  double stage_s = 0;     // staging still running after the last download
+  double move_s = 0;      // journal + renames
+  double verify_s = 0;
+  double commit_s = 0;
+  double total_s = 0;
+};
+
+struct ApplyReport {
+  std::string venv;
+  bool nothing_to_do = false;
+  std::vector<ActionDone> actions;
+  std::optional<std::string> snapshot;  // with KeepSnapshot::yes
+  TargetVerdict targets;                // the loader-rule check after the moves
+  std::vector<LoadResult> loads;        // the dlopen check
+  std::optional<CommandOutcome> verify_cmd;
+  bool verified = false;  // every check passed
+  ApplyTimings timings;
+};
+
+// Carries out `plan` on `venv`, whose lock the caller holds. `downloader` fetches the wheels
+// (its cache is reused). See the failure contract above; on success the report says what was
+// done and verified.
+Result<ApplyReport> apply_plan(const env::Venv& venv, const VenvLock& lock, const plan::Plan& plan,
+                               const manifest::Manifests& manifests, const elf::SystemView& system,
+                               fetch::Downloader& downloader, const ApplyOptions& options);
+
+// The "venvfix-apply/1" document: {schema, command, venv, nothing_to_do, actions, snapshot,
+// verification: {ok, targets: {failures, remaining}, loads, verify_cmd}, timings}.
+nlohmann::json apply_json(const ApplyReport& report, std::string_view command);
+
+// The verification lines of a report (what loaded, what was allowed missing, what failed),
+// for terminals and error messages.
+std::vector<std::string> describe_verification(const ApplyReport& report);
+
+// The report for a terminal: what was installed and removed, the verification, the snapshot.
+void print_apply_report(const ApplyReport& report, std::ostream& out);
+
+}  // namespace venvfix::txn

@@ -1,0 +1,307 @@
+// `venvfix apply` end to end on the test world: the whole story (seed -> plan -> apply
+// --snapshot -> import torch -> rollback byte for byte -> apply again), pip as a peer, and every
+// fault with its exit code, one clear message and a venv fingerprint identical to before.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fetch/test_server.hpp"
+#include "txn/apply_test_support.hpp"
+
+namespace venvfix {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using txn::testing::fingerprint;
+using txn::testing::fingerprint_diff;
+using venvfix::testing::CommandResult;
+
+// An action as the plan document writes it.
+json action_json(const plan::Action& action) {
+  plan::Plan plan;
+  plan.actions.push_back(action);
+  return plan::to_json(plan)["actions"][0];
+}
+
+class ApplyCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-apply-cli-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+  }
+  void TearDown() override {
+    if (!m_immutable.empty()) {
+      venvfix::testing::run_command({"chattr", "-i", m_immutable.string()});
+    }
+  }
+  fs::path path(const std::string& name) const { return m_dir->path() / name; }
+
+  void start_index() {
+    if (!m_index) {
+      m_index.emplace(
+          venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir));
+    }
+  }
+  std::string files_url() const {
+    return "http://127.0.0.1:" + std::to_string(m_index->port()) + "/files";
+  }
+
+  // venvfix with this test's index, cache and the hermetic loader view; `hermetic`: also in the
+  // hermetic mount namespace, so that dlopen in the load check sees no host CUDA either.
+  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args, bool hermetic = true) {
+    start_index();
+    const auto& world = venvfix::testing::test_world();
+    std::vector<std::string> argv;
+    if (hermetic && venvfix::testing::hermetic_available()) {
+      argv = {venvfix::testing::hermetic_runner().string(), world.hermetic_cache.string(), "--"};
+    }
+    std::vector<std::string> base = {venvfix::testing::venvfix_binary(),
+                                     "--venv",
+                                     venv.string(),
+                                     "--index-url",
+                                     m_index->url(),
+                                     "--cache-dir",
+                                     path("cache").string(),
+                                     "--ld-cache",
+                                     world.hermetic_cache.string(),
+                                     "-q"};
+    argv.insert(argv.end(), base.begin(), base.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
+  }
+
+  // `python -c "import torch"` in the hermetic view (the host's view always finds a cuDNN).
+  CommandResult import_torch(const fs::path& venv) {
+    std::vector<std::string> argv = {(venv / "bin/python").string(), "-c", "import torch"};
+    if (venvfix::testing::hermetic_available()) {
+      argv.insert(argv.begin(), {venvfix::testing::hermetic_runner().string(),
+                                 venvfix::testing::test_world().hermetic_cache.string(), "--"});
+    }
+    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
+  }
+
+  fs::path plan_for(const fs::path& venv, const std::string& name = "plan.json") {
+    CommandResult planned = venvfix(venv, {"plan", "-o", path(name).string()}, false);
+    EXPECT_EQ(planned.exit_code, 3) << planned.err;
+    return path(name);
+  }
+
+  json read_json(const fs::path& file) {
+    auto text = read_file(file);
+    EXPECT_TRUE(text);
+    return json::parse(*text);
+  }
+  void write_json(const fs::path& file, const json& document) {
+    txn::testing::write_text(file, document.dump(2) + "\n");
+  }
+
+  // Exit code, one message naming `needle`, and the venv exactly as before.
+  void expect_refused(const CommandResult& result, int code, const std::string& needle,
+                      const std::map<std::string, std::string>& before, const fs::path& venv) {
+    EXPECT_EQ(result.exit_code, code) << result.out << result.err;
+    EXPECT_THAT(result.err, HasSubstr("venvfix: error: "));
+    EXPECT_THAT(result.err, HasSubstr(needle));
+    EXPECT_THAT(result.err, HasSubstr("unchanged"));
+    auto after = fingerprint(venv);
+    EXPECT_EQ(after, before) << ::testing::PrintToString(fingerprint_diff(before, after));
+    EXPECT_FALSE(fs::exists(venv / ".venvfix/journal") && !fs::is_empty(venv / ".venvfix/journal"))
+        << "a journal was left behind";
+  }
+
+  std::optional<TempDir> m_dir;
+  std::optional<venvfix::testing::IndexServer> m_index;
+  fs::path m_immutable;
+};
+
+TEST_F(ApplyCli, TheWholeStory) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  if (venvfix::testing::hermetic_available()) {
+    ASSERT_NE(import_torch(venv).exit_code, 0) << "the seed must be broken";
+  }
+  fs::path plan = plan_for(venv);
+  const auto broken = fingerprint(venv);
+
+  CommandResult applied = venvfix(venv, {"--json", "apply", plan.string(), "--snapshot"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  json report = json::parse(applied.out);
+  EXPECT_EQ(report["schema"], "venvfix-apply/1");
+  EXPECT_EQ(report["verification"]["ok"], true);
+  ASSERT_TRUE(report["snapshot"].is_string()) << report.dump(2);
+  EXPECT_FALSE(report["verification"]["loads"].empty());
+  bool cudnn = false;
+  for (const json& action : report["actions"]) cudnn |= action["dist"] == "nvidia-cudnn-cu12";
+  EXPECT_TRUE(cudnn) << report.dump(2);
+  CommandResult imported = import_torch(venv);
+  EXPECT_EQ(imported.exit_code, 0) << imported.err;
+  CommandResult doctor = venvfix(venv, {"doctor"}, false);
+  EXPECT_EQ(doctor.exit_code, 0) << doctor.out << doctor.err;
+
+  // Roll back: the broken state comes back byte for byte.
+  CommandResult rolled = venvfix(venv, {"rollback", report["snapshot"].get<std::string>()});
+  ASSERT_EQ(rolled.exit_code, 0) << rolled.out << rolled.err;
+  auto after_rollback = fingerprint(venv);
+  EXPECT_EQ(after_rollback, broken)
+      << ::testing::PrintToString(fingerprint_diff(broken, after_rollback));
+
+  // The same plan applies again (the state is the planned one), from the cache this time.
+  applied = venvfix(venv, {"--json", "apply", plan.string()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  report = json::parse(applied.out);
+  for (const json& action : report["actions"]) {
+    if (action["action"] == "install") {
+      EXPECT_EQ(action["from_cache"], true);
+    }
+  }
+  EXPECT_EQ(report["snapshot"], nullptr);
+  EXPECT_EQ(import_torch(venv).exit_code, 0);
+
+  // Nothing left to do now.
+  applied = venvfix(venv, {"--json", "apply", "--yes"});
+  EXPECT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_EQ(json::parse(applied.out)["nothing_to_do"], true);
+}
+
+TEST_F(ApplyCli, PipTreatsWhatVenvfixInstalledAsItsOwn) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  CommandResult applied = venvfix(venv, {"apply", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("installed nvidia-cudnn-cu12"));
+  const std::map<std::string, std::string> pip_env = {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
+                                                      {"PIP_NO_INPUT", "1"}};
+  const std::string python = (venv / "bin/python").string();
+  auto show = venvfix::testing::run_command(
+      {python, "-m", "pip", "show", "-f", "nvidia-cudnn-cu12"}, pip_env, 120);
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr("nvidia/cudnn/lib/libcudnn.so.9"));
+  EXPECT_THAT(show.out, HasSubstr("Version: 9.10.2.21"));
+  auto check = venvfix::testing::run_command({python, "-m", "pip", "check"}, pip_env, 120);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  auto uninstall = venvfix::testing::run_command(
+      {python, "-m", "pip", "uninstall", "-y", "nvidia-cudnn-cu12"}, pip_env, 120);
+  EXPECT_EQ(uninstall.exit_code, 0) << uninstall.err;
+  auto list = venvfix::testing::run_command({python, "-m", "pip", "list"}, pip_env, 120);
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr("nvidia-cudnn-cu12")));
+  std::size_t left = 0;
+  for (const auto& [rel, value] : fingerprint(venv)) {
+    left += rel.find("nvidia/cudnn/lib/libcudnn") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(left, 0u) << "pip left venvfix's files behind";
+}
+
+TEST_F(ApplyCli, DownloadFaultsChangeNothing) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path plan = plan_for(venv);
+  const auto before = fingerprint(venv);
+  json document = read_json(plan);
+  ASSERT_FALSE(document["actions"].empty());
+
+  json wrong_hash = document;
+  wrong_hash["actions"][0]["sha256"] = std::string(64, '0');
+  write_json(path("wrong-hash.json"), wrong_hash);
+  expect_refused(venvfix(venv, {"apply", path("wrong-hash.json").string()}), 4,
+                 wrong_hash["actions"][0]["file"].get<std::string>(), before, venv);
+
+  // An index that answers 500 (to every retry): exit 4 naming the URL.
+  venvfix::testing::TestServer faults("fault_server.py", venvfix::testing::test_world().index_dir);
+  ASSERT_TRUE(faults.running());
+  json failing = document;
+  const std::string file = failing["actions"][0]["file"].get<std::string>();
+  failing["actions"][0]["url"] = faults.url("/fault/500/1000/files/" + file);
+  write_json(path("500.json"), failing);
+  expect_refused(venvfix(venv, {"apply", path("500.json").string()}), 4, "500", before, venv);
+}
+
+TEST_F(ApplyCli, VerificationFaultsRollBack) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path plan = plan_for(venv);
+  const auto before = fingerprint(venv);
+
+  // --verify-cmd failing.
+  expect_refused(venvfix(venv, {"apply", plan.string(), "--verify-cmd", "echo no torch; exit 3"}),
+                 5, "--verify-cmd", before, venv);
+
+  // A wheel whose library does not load (its DT_NEEDED exists nowhere).
+  fs::path tree = path("broken-tree");
+  txn::testing::compile_with_missing_needed(tree / "venvfix_broken/libbroken.so.1",
+                                            "libbroken.so.1", "libvenvfix_absent.so.7");
+  txn::testing::write_text(tree / "venvfix_broken/__init__.py", "");
+  auto wheel = txn::testing::make_wheel(path("wheels"), "venvfix-broken", "1.0", tree);
+  json document = read_json(plan);
+  document["actions"].push_back(action_json(txn::testing::install_action(
+      "venvfix-broken", "1.0", wheel, txn::testing::file_url(wheel.path))));
+  write_json(path("broken.json"), document);
+  expect_refused(venvfix(venv, {"apply", path("broken.json").string()}), 5, "libbroken.so.1",
+                 before, venv);
+}
+
+TEST_F(ApplyCli, StateLockAndFilesystemFaultsChangeNothing) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path plan = plan_for(venv);
+
+  // Another venvfix holds the lock.
+  {
+    fs::create_directories(venv / ".venvfix");
+    int fd = ::open((venv / ".venvfix/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+    const auto before = fingerprint(venv);
+    CommandResult locked = venvfix(venv, {"apply", plan.string()});
+    EXPECT_EQ(locked.exit_code, 6) << locked.err;
+    EXPECT_THAT(locked.err, HasSubstr(venv.string()));
+    EXPECT_EQ(fingerprint(venv), before);
+    ::close(fd);
+  }
+
+  // A read-only (immutable) file in the way: the move fails, everything is rolled back.
+  const auto before = fingerprint(venv);
+  fs::path metadata;
+  for (const auto& [rel, value] : before) {
+    if (rel.find("nvidia_cudnn_cu12-9.10.2.21.dist-info/METADATA") != std::string::npos) {
+      metadata = venv / rel;
+    }
+  }
+  ASSERT_FALSE(metadata.empty());
+  if (venvfix::testing::run_command({"chattr", "+i", metadata.string()}).exit_code == 0) {
+    m_immutable = metadata;
+    expect_refused(venvfix(venv, {"apply", plan.string()}), 1, "METADATA", before, venv);
+    venvfix::testing::run_command({"chattr", "-i", metadata.string()});
+    m_immutable.clear();
+  }
+
+  // The venv changed since planning: exit 7.
+  auto pip = venvfix::testing::run_command(
+      {(venv / "bin/python").string(), "-m", "pip", "uninstall", "-y", "nvidia-cublas"},
+      {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"}}, 120);
+  ASSERT_EQ(pip.exit_code, 0) << pip.err;
+  const auto changed = fingerprint(venv);
+  expect_refused(venvfix(venv, {"apply", plan.string()}), 7, "changed since planning", changed,
+                 venv);
+}
+
+TEST_F(ApplyCli, AHostileWheelIsRefusedEndToEnd) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path plan = plan_for(venv);
+  const auto before = fingerprint(venv);
+  fs::path tree = path("hostile-tree");
+  txn::testing::write_text(tree / "hostile/__init__.py", "");
+  auto wheel = txn::testing::make_wheel(path("wheels"), "hostile", "1.0", tree,
+                                        {"--raw", "../../../../../escaped.txt=owned"});
+  json document = read_json(plan);
+  document["actions"].push_back(action_json(
+      txn::testing::install_action("hostile", "1.0", wheel, txn::testing::file_url(wheel.path))));
+  write_json(path("hostile.json"), document);
+  expect_refused(venvfix(venv, {"apply", path("hostile.json").string()}), 2, "escaped.txt", before,
+                 venv);
+  EXPECT_FALSE(fs::exists(venv.parent_path() / "escaped.txt"));
+  EXPECT_FALSE(fs::exists(m_dir->path() / "escaped.txt"));
+}
+
+}  // namespace
+}  // namespace venvfix

@@ -1,0 +1,142 @@
+// `venvfix uninstall` end to end: a harmless removal goes through like pip's; one that would
+// break torch is refused with the soname, the consumer and the distribution, unless --repair
+// (the reinstall joins the transaction) or --force.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "txn/apply_test_support.hpp"
+
+namespace venvfix {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using txn::testing::fingerprint;
+using txn::testing::fingerprint_diff;
+using venvfix::testing::CommandResult;
+
+const std::map<std::string, std::string> k_pip_env = {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
+                                                      {"PIP_NO_INPUT", "1"},
+                                                      {"PIP_CONFIG_FILE", "/dev/null"}};
+
+class UninstallCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-uninstall-cli-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+    m_index.emplace(venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir));
+  }
+
+  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args) {
+    const auto& world = venvfix::testing::test_world();
+    std::vector<std::string> argv;
+    if (venvfix::testing::hermetic_available()) {
+      argv = {venvfix::testing::hermetic_runner().string(), world.hermetic_cache.string(), "--"};
+    }
+    std::vector<std::string> base = {venvfix::testing::venvfix_binary(),
+                                     "--venv",
+                                     venv.string(),
+                                     "--index-url",
+                                     m_index->url(),
+                                     "--cache-dir",
+                                     (m_dir->path() / "cache").string(),
+                                     "--ld-cache",
+                                     world.hermetic_cache.string(),
+                                     "-q"};
+    argv.insert(argv.end(), base.begin(), base.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
+  }
+
+  CommandResult pip(const fs::path& venv, std::vector<std::string> args) {
+    std::vector<std::string> argv = {(venv / "bin/python").string(), "-m", "pip"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return venvfix::testing::run_command(argv, k_pip_env, 300);
+  }
+
+  CommandResult import_torch(const fs::path& venv) {
+    std::vector<std::string> argv = {(venv / "bin/python").string(), "-c", "import torch"};
+    if (venvfix::testing::hermetic_available()) {
+      argv.insert(argv.begin(), {venvfix::testing::hermetic_runner().string(),
+                                 venvfix::testing::test_world().hermetic_cache.string(), "--"});
+    }
+    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
+  }
+
+  std::optional<TempDir> m_dir;
+  std::optional<venvfix::testing::IndexServer> m_index;
+};
+
+TEST_F(UninstallCli, AHarmlessRemovalGoesThroughLikePips) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  // nvidia-cublas 13 is the seed's leftover: nothing loads it.
+  CommandResult removed = venvfix(venv, {"--json", "uninstall", "nvidia-cublas"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.out << removed.err;
+  json report = json::parse(removed.out);
+  EXPECT_EQ(report["schema"], "venvfix-apply/1");
+  EXPECT_EQ(report["command"], "uninstall");
+  ASSERT_EQ(report["actions"].size(), 1u);
+  EXPECT_GT(report["actions"][0]["files_removed"].get<int>(), 0);
+  CommandResult list = pip(venv, {"list"});
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr("nvidia-cublas ")));
+  for (const auto& [rel, value] : fingerprint(venv)) {
+    EXPECT_EQ(rel.find("nvidia/cu13/lib/libcublas"), std::string::npos) << rel;
+  }
+}
+
+TEST_F(UninstallCli, RefusesToBreakTorchUnlessForced) {
+  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  const auto before = fingerprint(venv);
+  CommandResult refused = venvfix(venv, {"uninstall", "nvidia-cudnn-cu12"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("libcudnn.so.9"));
+  EXPECT_THAT(refused.err, HasSubstr("torch"));
+  EXPECT_THAT(refused.err, HasSubstr("--force"));
+  EXPECT_THAT(refused.err, HasSubstr("unchanged"));
+  auto after = fingerprint(venv);
+  EXPECT_EQ(after, before) << ::testing::PrintToString(fingerprint_diff(before, after));
+
+  CommandResult forced = venvfix(venv, {"uninstall", "nvidia-cudnn-cu12", "--force"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.out << forced.err;
+  EXPECT_THAT(pip(venv, {"list"}).out, ::testing::Not(HasSubstr("nvidia-cudnn-cu12")));
+  if (venvfix::testing::hermetic_available()) {
+    CommandResult imported = import_torch(venv);
+    EXPECT_NE(imported.exit_code, 0);
+    EXPECT_THAT(imported.err, HasSubstr("libcudnn.so.9"));
+  }
+}
+
+TEST_F(UninstallCli, RepairPutsBackWhatTheOtherBuildOverwrote) {
+  // healthy + `pip install nvidia-cudnn-cu13`: cu13's files now sit in cu12's paths. Removing
+  // cu13 would leave cu12 holding cu13's bytes (and, as pip does it, no files at all).
+  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  CommandResult installed =
+      pip(venv, {"install", "--index-url", m_index->url(), "nvidia-cudnn-cu13==9.13.0.50"});
+  ASSERT_EQ(installed.exit_code, 0) << installed.err;
+  const auto before = fingerprint(venv);
+  CommandResult refused = venvfix(venv, {"uninstall", "nvidia-cudnn-cu13"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("nvidia-cudnn-cu12"));
+  EXPECT_THAT(refused.err, HasSubstr("--repair"));
+  EXPECT_EQ(fingerprint(venv), before);
+
+  CommandResult repaired =
+      venvfix(venv, {"--json", "uninstall", "nvidia-cudnn-cu13", "--repair", "--snapshot"});
+  ASSERT_EQ(repaired.exit_code, 0) << repaired.out << repaired.err;
+  json report = json::parse(repaired.out);
+  EXPECT_EQ(report["verification"]["ok"], true);
+  EXPECT_TRUE(report["snapshot"].is_string());
+  EXPECT_THAT(pip(venv, {"list"}).out, ::testing::Not(HasSubstr("nvidia-cudnn-cu13")));
+  CommandResult check = pip(venv, {"check"});
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+  if (venvfix::testing::hermetic_available()) {
+    CommandResult imported = import_torch(venv);
+    EXPECT_EQ(imported.exit_code, 0) << imported.err;
+  }
+}
+
+}  // namespace
+}  // namespace venvfix
