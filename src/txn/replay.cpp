@@ -197,7 +197,9 @@ Status finish_journal(const env::Venv& venv, int rootfd, const Journal& journal,
   const fs::path& root = venv.root;
   if (journal.staging_owned) VENVFIX_TRY(remove_tree_at(rootfd, journal.staging, root));
   if (keep == KeepSnapshot::no) VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.id));
-  if (!journal.consumes.empty()) {
+  if (journal.relink) {
+    VENVFIX_TRY(relink_snapshot(venv, rootfd, journal));
+  } else if (!journal.consumes.empty()) {
     VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.consumes));
   }
   return remove_journal(venv);

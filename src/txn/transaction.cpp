@@ -319,6 +319,7 @@ Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const Ve
   // delete on roll back (commit consumes it through `consumes`).
   journal.staging_owned = staging.starts_with(".venvfix/staging/");
   journal.consumes = consumes;
+  journal.relink = dirs.keep_source && !consumes.empty();
   VENVFIX_TRY_ASSIGN(journal.steps, plan_steps(venv, root.get(), staging, changes, dirs));
 
   auto start = Clock::now();
