@@ -227,7 +227,9 @@ inline constexpr std::size_t k_fsync_each_limit = 64;
 Status make_staged_data_durable(int rootfd, const fs::path& root, const Journal& journal) {
   std::size_t count = 0;
   for (const Step& step : journal.steps) count += step.op == StepOp::move_in ? 1 : 0;
-  if (count == 0) return ok();
+  // A snapshot being restored: its files were made durable when it was taken (create ends
+  // with a syncfs; a transaction's snapshot holds files that were the venv's).
+  if (count == 0 || !journal.staging_owned) return ok();
   if (count > k_fsync_each_limit) {
     if (::syncfs(rootfd) != 0) {
       return make_error(ExitCode::error, "{}: syncfs: {}", root.string(), errno_message(errno));
