@@ -35,8 +35,9 @@ Result<int> run_rollback(const GlobalOptions& options, const RollbackArgs& args)
                                {"undo_snapshot", undo.value_or("")}};
     std::cout << document.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("{}: restored snapshot {} ({}, {})", venv.root.string(), info.id,
-                             info.created, info.reason);
+    std::cout << fmt::format("{}: restored snapshot {} ({}, {}){}", venv.root.string(), info.id,
+                             info.created, info.reason,
+                             info.kind == txn::SnapshotKind::tree ? ", which is kept" : "");
     if (undo) std::cout << fmt::format("; `venvfix rollback {}` undoes this rollback", *undo);
     std::cout << "\n";
   }

@@ -140,6 +140,7 @@ Result<int> run_run(const GlobalOptions& options, const RunArgs& args) {
     return static_cast<int>(ExitCode::problems);
   }
   VENVFIX_TRY(txn::rollback_to(venv, lock, snapshot.id));
+  if (!args.keep_snapshot) VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));
   return make_error(ExitCode::verify_failed,
                     "`{}` broke {}; the venv was rolled back to the state before it:{}", what,
                     after->target_names(), list);

@@ -1,6 +1,7 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/dist/metadata.hpp"
@@ -62,7 +63,9 @@ Result<dist::CoreMetadata> IndexView::metadata(const index::Candidate& candidate
     spdlog::debug("{}; reading the wheel instead", text.error().message);
   }
   VENVFIX_TRY_ASSIGN(fetch::DownloadResult downloaded, download(m_client, candidate));
-  auto contents = wheel::read_wheel(downloaded.path);
+  // The cache names blobs by digest: the wheel's own file name comes from the index.
+  VENVFIX_TRY_ASSIGN(MappedFile mapped, MappedFile::open(downloaded.path));
+  auto contents = wheel::read_wheel_bytes(mapped.bytes(), candidate.file.filename);
   if (!contents) {
     return make_error(ExitCode::network, "cannot read the metadata of {}: {}",
                       index::display_url(candidate.file.url), contents.error().message);

@@ -2,6 +2,7 @@
 // do (a soname a removal takes away gets a provider; a removal that would break a target no
 // provider can save is left out).
 #include <algorithm>
+#include <chrono>
 
 #include <spdlog/spdlog.h>
 
@@ -292,7 +293,13 @@ Result<Plan> make_plan(const verify::Analysis& analysis, const manifest::Manifes
   std::vector<std::string> platforms = pep::linux_platform_tags(python);
   plan.platform = platforms.empty() ? std::string() : platforms.front();
   plan.targets = analysis.target_list();
+  auto started = std::chrono::steady_clock::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+        .count();
+  };
   plan.state = state_digest(analysis);
+  spdlog::debug("plan: state digest took {:.1f} ms", elapsed_ms());
   for (const verify::Finding& note : analysis.notes) {
     plan.notes.push_back({{"kind", "driver-library"},
                           {"soname", note.soname},
@@ -361,6 +368,8 @@ Result<Plan> make_plan(const verify::Analysis& analysis, const manifest::Manifes
     }
     if (again) continue;
     finish(context, round, plan);
+    spdlog::debug("plan: {} round{}, {:.1f} ms in all", attempt + 1, attempt == 0 ? "" : "s",
+                  elapsed_ms());
     return plan;
   }
 }

@@ -51,12 +51,15 @@ Status plan_removals(const Context& context, const std::set<std::size_t>& droppe
   }
 
   std::vector<Candidate> candidates;
+  std::set<std::size_t> seen;
   for (const Finding& finding : context.analysis.findings) {
     if (finding.kind != FindingKind::cuda_mix) continue;
     if (!finding.conflicts && !context.options.remove_foreign_cuda) continue;
     const dist::Distribution* dist = context.analysis.inventory.find(finding.dist);
     if (dist == nullptr) continue;
     auto index = static_cast<std::size_t>(dist - distributions.data());
+    // One cuda-mix finding per CUDA target: the first one decides.
+    if (!seen.insert(index).second) continue;
     if (dropped.count(index)) {
       draft.notes.push_back(
           {{"kind", "kept-foreign-cuda"},

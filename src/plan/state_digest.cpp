@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/plan/planner.hpp"
 
@@ -14,8 +16,9 @@ namespace {
 class Stream {
  public:
   Stream& field(std::string_view text) {
-    std::string length = std::to_string(text.size()) + ":";
-    m_hash.update(length);
+    auto length = fmt::format_int(text.size());
+    m_hash.update(std::string_view(length.data(), length.size()));
+    m_hash.update(std::string_view(":"));
     m_hash.update(text);
     return *this;
   }
@@ -58,15 +61,21 @@ std::string state_digest(const verify::Analysis& analysis) {
       stream.field("requires").field(line).end();
     }
     for (const dist::RecordEntry& entry : dist.record) {
-      std::string hash = entry.sha256 ? "sha256=" + to_hex(*entry.sha256)
-                         : entry.hash_algorithm.empty()
-                             ? std::string()
-                             : entry.hash_algorithm + "=" + entry.hash_value;
+      // The raw digest bytes (no hex per row: a torch venv has 30,000 rows).
+      std::string_view hash =
+          entry.sha256 ? std::string_view(reinterpret_cast<const char*>(entry.sha256->data()),
+                                          entry.sha256->size())
+                       : std::string_view(entry.hash_value);
       stream.field("record")
           .field(entry.path)
-          .field(hash)
-          .field(entry.size ? std::to_string(*entry.size) : std::string("-"))
-          .end();
+          .field(entry.sha256 ? std::string_view("sha256") : std::string_view(entry.hash_algorithm))
+          .field(hash);
+      if (entry.size) {
+        stream.field(fmt::format_int(*entry.size).str());
+      } else {
+        stream.field("-");
+      }
+      stream.end();
     }
   }
 

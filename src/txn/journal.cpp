@@ -60,6 +60,7 @@ std::string to_json_text(const Journal& journal) {
                    {"staging", journal.staging},
                    {"staging_owned", journal.staging_owned},
                    {"consumes", journal.consumes},
+                   {"relink", journal.relink},
                    {"steps", std::move(steps)}};
   return document.dump(1) + "\n";
 }
@@ -80,6 +81,7 @@ Result<Journal> parse_journal(std::string_view text, std::string_view source) {
     journal.staging = document.at("staging").get<std::string>();
     journal.staging_owned = document.at("staging_owned").get<bool>();
     journal.consumes = document.at("consumes").get<std::string>();
+    journal.relink = document.value("relink", false);
     if (!is_safe_id(journal.id)) return bad("bad id");
     if (!journal.consumes.empty() && !is_safe_id(journal.consumes)) return bad("bad consumes");
     if (!is_safe_relative(journal.staging) || !journal.staging.starts_with(".venvfix/")) {

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -95,19 +97,38 @@ Status sync_touched_dirs(int rootfd, const fs::path& root, const Journal& journa
     if (step.op == StepOp::move_in) dirs.insert(join(journal.staging, parent));
     if (step.op == StepOp::make_dir) dirs.insert(step.path);
   }
-  for (const std::string& dir : dirs) {
-    int fd = ::openat(rootfd, dir.empty() ? "." : dir.c_str(),
-                      O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-      if (errno == ENOENT) continue;  // pruned, or a snapshot directory never needed
-      return make_error(ExitCode::error, "cannot open {}: {}", (root / dir).string(),
-                        errno_message(errno));
+  // Each directory once. Several threads: the filesystem folds concurrent fsyncs into one
+  // journal commit, where one thread would wait for a commit per directory.
+  std::vector<std::string> list(dirs.begin(), dirs.end());
+  std::size_t threads = std::min<std::size_t>(8, (list.size() + 7) / 8);
+  std::vector<std::string> errors(std::max<std::size_t>(threads, 1));
+  auto worker = [&](std::size_t index) {
+    for (std::size_t i = index; i < list.size(); i += std::max<std::size_t>(threads, 1)) {
+      const std::string& dir = list[i];
+      int fd = ::openat(rootfd, dir.empty() ? "." : dir.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0) {
+        if (errno == ENOENT) continue;  // pruned, or a snapshot directory never needed
+        errors[index] =
+            fmt::format("cannot open {}: {}", (root / dir).string(), errno_message(errno));
+        return;
+      }
+      Fd owned(fd);
+      if (::fsync(fd) != 0) {
+        errors[index] = fmt::format("{}: fsync: {}", (root / dir).string(), errno_message(errno));
+        return;
+      }
     }
-    Fd owned(fd);
-    if (::fsync(fd) != 0) {
-      return make_error(ExitCode::error, "{}: fsync: {}", (root / dir).string(),
-                        errno_message(errno));
-    }
+  };
+  if (threads <= 1) {
+    worker(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    for (std::thread& thread : pool) thread.join();
+  }
+  for (const std::string& error : errors) {
+    if (!error.empty()) return make_error(ExitCode::error, "{}", error);
   }
   return ok();
 }
@@ -197,7 +218,9 @@ Status finish_journal(const env::Venv& venv, int rootfd, const Journal& journal,
   const fs::path& root = venv.root;
   if (journal.staging_owned) VENVFIX_TRY(remove_tree_at(rootfd, journal.staging, root));
   if (keep == KeepSnapshot::no) VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.id));
-  if (!journal.consumes.empty()) {
+  if (journal.relink) {
+    VENVFIX_TRY(relink_snapshot(venv, rootfd, journal));
+  } else if (!journal.consumes.empty()) {
     VENVFIX_TRY(remove_snapshot_dir(rootfd, root, journal.consumes));
   }
   return remove_journal(venv);

@@ -31,6 +31,11 @@ Status undo_journal(const env::Venv& venv, int rootfd, const Journal& journal);
 // consumed snapshot, then the journal.
 Status finish_journal(const env::Venv& venv, int rootfd, const Journal& journal, KeepSnapshot keep);
 
+// After a restore that keeps its source snapshot: links (hardlink snapshots) or clones
+// (reflink ones) every file the restore moved out of the snapshot back into it from the venv,
+// and rewrites its manifest with their new identities. Idempotent.
+Status relink_snapshot(const env::Venv& venv, int rootfd, const Journal& journal);
+
 // Opens the venv root as a directory descriptor.
 Result<Fd> open_root(const env::Venv& venv);
 

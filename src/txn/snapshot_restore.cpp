@@ -1,5 +1,6 @@
 // Restoring a snapshot: one journaled transaction whose staging directory is the snapshot's
-// files/ directory and which consumes the snapshot when it commits.
+// files/ directory. A tree snapshot is kept (what moved out of it is linked back after the
+// commit); a transaction snapshot is used up.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -79,6 +80,9 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
   dirs.make = delta.missing_dirs;
   dirs.remove = delta.added_dirs;
   dirs.prune = DirectoryChanges::Prune::listed_only;
+  // A whole-venv snapshot stays (made whole again after the commit): restoring it costs only
+  // the files that differ, and it can be restored again. A transaction's snapshot is used up.
+  dirs.keep_source = manifest.kind == SnapshotKind::tree;
   spdlog::debug("restoring {}: {} to put back, {} to remove, {} directories to make, {} to remove",
                 id, changes.add.size(), changes.remove.size(), dirs.make.size(),
                 dirs.remove.size());

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/txn_cli_support.hpp"
+#include "venvfix/env/venv.hpp"
 
 namespace venvfix::txn {
 namespace {
@@ -59,10 +60,13 @@ TEST_F(RunCli, KeepOnlyReports) {
   }());
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("nothing was rolled back"), std::string::npos) << result.err;
-  EXPECT_FALSE(fs::exists(m_venv / "lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9") &&
-               false);
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  fs::path cudnn = venv->purelib / "nvidia/cudnn/lib/libcudnn.so.9";
+  EXPECT_FALSE(fs::exists(cudnn)) << "--keep rolled back";
   EXPECT_EQ(snapshot_count(), 1u);
   EXPECT_EQ(venvfix_cli(m_venv, {"rollback"}).exit_code, 0);
+  EXPECT_TRUE(fs::exists(cudnn));
 }
 
 TEST_F(RunCli, HarmlessCommandKeepsItsStatus) {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "elf/elf_test_support.hpp"
 #include "plan/plan_test_support.hpp"
 
@@ -151,6 +153,56 @@ TEST_F(PlanMake, Torch211WithoutTheMetaPackageReadsItsPinsFromTheIndex) {
   EXPECT_THAT(summary(made),
               ElementsAre("install cuda-toolkit 13.0.2 pin", "install nvidia-cublas 13.1.0.3 pin"));
   EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+}
+
+TEST_F(PlanMake, MetaPackageMetadataAndDigestsComeFromTheWheelsWhenTheIndexHasNone) {
+  fs::path venv = scenario("torch211-cu130");
+  pip_uninstall(venv, {"cuda-toolkit", "nvidia-cublas"});
+  // A file:// index, first in line, that serves cuda-toolkit and nvidia-cublas without PEP 658
+  // metadata and without sizes (PEP 503 HTML): the planner reads cuda-toolkit's METADATA from
+  // the wheel and downloads both wheels for their sizes.
+  const auto& world = venvfix::testing::test_world();
+  fs::path root = m_dir->path() / "flat-index";
+  for (const char* file : {"cuda_toolkit-13.0.2-py3-none-any.whl",
+                           "nvidia_cublas-13.1.0.3-py3-none-manylinux_2_27_x86_64.whl"}) {
+    std::string project = std::string(file).starts_with("cuda") ? "cuda-toolkit" : "nvidia-cublas";
+    auto digest = sha256_file(world.wheels_dir / file);
+    ASSERT_TRUE(digest) << file;
+    fs::create_directories(root / project);
+    std::ofstream(root / project / "index.html")
+        << "<html><body><a href=\"file://" << (world.wheels_dir / file).string()
+        << "#sha256=" << to_hex(*digest) << "\">" << file << "</a></body></html>\n";
+  }
+  verify::Analysis analysis = analyse(venv);
+  index::IndexClient client(
+      index_config({"file://" + root.string(), world_index_url()}, m_dir->path() / "cache"));
+  auto made = make_plan(analysis, manifests(), client, {});
+  ASSERT_TRUE(made) << made.error().message;
+  EXPECT_THAT(summary(*made),
+              ElementsAre("install cuda-toolkit 13.0.2 pin", "install nvidia-cublas 13.1.0.3 pin"));
+  for (const Action& action : made->actions) {
+    EXPECT_EQ(action.size, fs::file_size(world.wheels_dir / action.file)) << action.file;
+    EXPECT_EQ(action.url, "file://" + (world.wheels_dir / action.file).string());
+  }
+}
+
+TEST_F(PlanMake, SeedOnTheHostViewPlansTheSameInstallForTheEscapedSoname) {
+  if (!fs::exists("/usr/local/cuda-13.0/lib/libcudnn.so.9")) {
+    GTEST_SKIP() << "this host has no system cuDNN in its loader cache";
+  }
+  auto venv = env::open_venv_at(shared_scenario("seed"));
+  ASSERT_TRUE(venv);
+  auto host = elf::SystemView::host(elf::UseLdLibraryPath::no);
+  ASSERT_TRUE(host);
+  auto analysis = verify::analyze(std::move(venv).value(), manifests(), *host, {});
+  ASSERT_TRUE(analysis);
+  index::IndexClient client(index_config({world_index_url()}, m_dir->path() / "cache"));
+  auto made = make_plan(*analysis, manifests(), client, {});
+  ASSERT_TRUE(made) << made.error().message;
+  // The loader takes the system's libcudnn.so.9 today; after the install the venv's copy is
+  // found first (torch's RPATH), so nothing stays escaped.
+  EXPECT_THAT(summary(*made), ElementsAre("install nvidia-cudnn-cu12 9.10.2.21 pin"));
+  EXPECT_THAT(made->unresolved, IsEmpty()) << made->unresolved.dump(2);
 }
 
 TEST_F(PlanMake, CudaMixRemovesTheConflictingNcclAndRepairsTheCu12One) {

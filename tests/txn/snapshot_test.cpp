@@ -64,17 +64,25 @@ TEST_F(TxnSnapshot, TreeSnapshotRestoresExactly) {
   ASSERT_TRUE(undo) << undo.error().message;
   auto after = fingerprint(m_venv);
   EXPECT_EQ(after, before) << describe_difference(before, after);
-  // The snapshot is used up; the rollback itself is kept and can be undone.
+  // The tree snapshot is kept; the rollback itself is kept too and can be undone.
   auto listed = list_snapshots(m_venv);
   ASSERT_TRUE(listed);
-  ASSERT_EQ(listed->size(), 1u);
+  ASSERT_EQ(listed->size(), 2u);
   ASSERT_TRUE(undo->has_value());
-  EXPECT_EQ(listed->front().id, **undo);
-  EXPECT_EQ(listed->front().kind, SnapshotKind::transaction);
+  EXPECT_EQ(listed->back().id, **undo);
+  EXPECT_EQ(listed->back().kind, SnapshotKind::transaction);
   ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, **undo, KeepSnapshot::no));
   EXPECT_EQ(read_text(site() / "pkg/__init__.py"), "replaced\n");
   EXPECT_TRUE(fs::is_directory(site() / "emptydir"));
   EXPECT_FALSE(fs::exists(site() / "pkg/sub"));
+  // And the kept tree snapshot restores again, exactly.
+  auto again = restore_snapshot(m_venv, *m_lock, info->id, KeepSnapshot::no);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(fingerprint(m_venv), before);
+  auto diff_after = diff_snapshot(m_venv, info->id);
+  ASSERT_TRUE(diff_after);
+  EXPECT_TRUE(diff_after->added.empty() && diff_after->removed.empty() &&
+              diff_after->changed.empty());
 }
 
 TEST_F(TxnSnapshot, InPlaceChangeOfALinkedFileIsRefusedNamingIt) {

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -23,6 +26,22 @@ inline void write_text(const fs::path& path, const std::string& text, mode_t mod
 inline std::string read_text(const fs::path& path) {
   auto text = read_file(path);
   return text ? *text : std::string("<unreadable>");
+}
+
+// A temporary directory on /dev/shm when it is a writable tmpfs, else under $TMPDIR. For the
+// crash tests, which stop processes (not machines): fsync costs nothing on tmpfs, so the
+// matrix of hundreds of transactions stays fast on a busy disk.
+inline Result<TempDir> memory_temp_dir(std::string_view prefix) {
+  if (::access("/dev/shm", W_OK) != 0) return TempDir::create(prefix);
+  const char* old = std::getenv("TMPDIR");
+  std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", "/dev/shm", 1);
+  auto dir = TempDir::create(prefix);
+  if (old != nullptr)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  return dir;
 }
 
 inline const std::string k_site = "lib/python3.12/site-packages";

@@ -41,6 +41,9 @@ struct Journal {
   long pid = 0;
   std::string staging;        // venv-relative directory the move_in steps take files from
   bool staging_owned = true;  // removed when the transaction ends (false: a snapshot's files)
+  // With `relink`, the commit makes snapshot `consumes` whole again instead (every file
+  // moved out of it is linked or cloned back from the venv) and keeps it.
+  bool relink = false;
   std::string consumes;       // a snapshot the commit deletes (a rollback's source), or ""
   std::vector<Step> steps;
 

@@ -53,6 +53,9 @@ struct DirectoryChanges {
   // emptied: every directory the removals leave empty is pruned too (ChangeSet's rule);
   // listed_only: only `remove` are (a restore recreates an exact directory set).
   Prune prune = Prune::emptied;
+  // The snapshot being restored is kept: what the transaction moves out of it is linked (or
+  // cloned) back after the commit, so it can be restored again.
+  bool keep_source = false;
 };
 
 class Transaction {

@@ -1,0 +1,201 @@
+// Crash matrix: a transaction stopped (_exit) after each journaled event N, and killed with
+// SIGKILL at random moments; after `recover` the venv must be exactly the state before or the
+// state after, never a mix. The transaction runs in a forked child of the test process.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "txn/txn_test_support.hpp"
+#include "venvfix/txn/crash_point.hpp"
+#include "venvfix/txn/lock.hpp"
+#include "venvfix/txn/recover.hpp"
+#include "venvfix/txn/transaction.hpp"
+
+namespace venvfix::txn {
+namespace {
+
+using testing::fingerprint;
+using testing::k_site;
+using testing::make_small_venv;
+using testing::write_text;
+
+// A venv with `extra` more files in many directories, and a change set that replaces some,
+// removes some (pruning directories) and adds some in new directories.
+struct Case {
+  env::Venv venv;
+  ChangeSet changes;
+};
+
+void add_bulk(const env::Venv& venv, int extra) {
+  for (int i = 0; i < extra; ++i) {
+    write_text(venv.root / k_site / fmt::format("bulk{}/m{}.py", i % 17, i), std::to_string(i));
+  }
+}
+
+ChangeSet bulk_changes(const env::Venv& venv, int extra) {
+  auto staging = make_staging_dir(venv);
+  ChangeSet changes;
+  changes.reason = "crash matrix";
+  changes.staging = *staging;
+  write_text(*staging / k_site / "pkg/__init__.py", "x = 2\n");
+  write_text(*staging / k_site / "newpkg/a/b.py", "new\n", 0600);
+  fs::create_symlink("a/b.py", *staging / k_site / "newpkg/link.py");
+  changes.add = {k_site + "/pkg/__init__.py", k_site + "/newpkg/a/b.py",
+                 k_site + "/newpkg/link.py"};
+  changes.remove = {k_site + "/pkg/__init__.py", k_site + "/pkg/sub/deep/data.txt"};
+  for (int i = 0; i < extra; ++i) {
+    std::string rel = k_site + fmt::format("/bulk{}/m{}.py", i % 17, i);
+    if (i % 3 == 0) changes.remove.push_back(rel);  // bulk dirs stay non-empty
+    if (i % 3 == 1) {
+      write_text(*staging / rel, "replaced");
+      changes.add.push_back(rel);
+    }
+    if (i % 5 == 0) {
+      std::string fresh = k_site + fmt::format("/fresh{}/n{}.py", i % 7, i);
+      write_text(*staging / fresh, "fresh");
+      changes.add.push_back(fresh);
+    }
+  }
+  return changes;
+}
+
+// Runs the transaction in a child; returns its exit status (or 128+signal).
+int transaction_in_child(const env::Venv& venv, const ChangeSet& changes, long crash_at,
+                         pid_t* child_pid = nullptr, bool wait_for_child = true) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (crash_at >= 0) ::setenv("VENVFIX_CRASH_AT", std::to_string(crash_at).c_str(), 1);
+    auto lock = VenvLock::acquire(venv, LockWait::wait);
+    if (!lock) ::_exit(2);
+    auto txn = Transaction::begin(venv, *lock, changes);
+    if (!txn) ::_exit(3);
+    if (!txn->execute()) ::_exit(4);
+    if (!txn->commit(KeepSnapshot::yes)) ::_exit(5);
+    ::_exit(0);
+  }
+  if (child_pid != nullptr) *child_pid = pid;
+  if (!wait_for_child) return -1;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+enum class Outcome { before, after, mix };
+
+Outcome recover_and_classify(const env::Venv& venv, const Fingerprint& before,
+                             const Fingerprint& after) {
+  auto lock = VenvLock::acquire(venv, LockWait::fail);
+  EXPECT_TRUE(lock);
+  auto report = recover(venv, *lock);
+  EXPECT_TRUE(report) << report.error().message;
+  EXPECT_TRUE(require_no_unfinished_transaction(venv));
+  auto now = fingerprint(venv);
+  if (now == before) return Outcome::before;
+  if (now == after) return Outcome::after;
+  ADD_FAILURE() << "a mix of before and after:\n"
+                << describe_difference(before, now) << "against after:\n"
+                << describe_difference(after, now);
+  return Outcome::mix;
+}
+
+class TxnCrashMatrix : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = testing::memory_temp_dir("venvfix-crash-test-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+  }
+  // A fresh venv in its own directory, with the fingerprints before and after the change.
+  env::Venv fresh(int extra, Fingerprint* before) {
+    fs::path dir = m_dir->path() / std::to_string(m_count++);
+    fs::create_directories(dir);
+    env::Venv venv = make_small_venv(dir);
+    add_bulk(venv, extra);
+    if (before != nullptr) *before = fingerprint(venv);
+    return venv;
+  }
+  Fingerprint after_print(int extra) {
+    env::Venv venv = fresh(extra, nullptr);
+    EXPECT_EQ(transaction_in_child(venv, bulk_changes(venv, extra), -1), 0);
+    return fingerprint(venv);
+  }
+  std::optional<TempDir> m_dir;
+  int m_count = 0;
+};
+
+TEST_F(TxnCrashMatrix, EveryJournaledEvent) {
+  if (!crash_points_compiled()) GTEST_SKIP() << "built without -DVENVFIX_CRASH_POINTS=ON";
+  constexpr int k_extra = 12;
+  Fingerprint after = after_print(k_extra);
+  int crashed = 0;
+  int befores = 0;
+  int afters = 0;
+  for (long n = 0; n < 1000; ++n) {
+    Fingerprint before;
+    env::Venv venv = fresh(k_extra, &before);
+    int status = transaction_in_child(venv, bulk_changes(venv, k_extra), n);
+    if (status == 0) break;  // past the last event: the transaction completed
+    ASSERT_EQ(status, k_crash_exit_code) << "crash point " << n;
+    ++crashed;
+    Outcome outcome = recover_and_classify(venv, before, after);
+    (outcome == Outcome::before ? befores : afters) += outcome == Outcome::mix ? 0 : 1;
+    // Every event before the commit marker must roll back; the marker and after, complete.
+  }
+  std::printf("crash matrix: %d crash points, %d recovered to before, %d to after\n", crashed,
+              befores, afters);
+  EXPECT_GT(crashed, 20);
+  EXPECT_EQ(afters, 1);  // only the crash right after the commit marker
+}
+
+TEST_F(TxnCrashMatrix, KillAtRandomMoments) {
+  constexpr int k_extra = 300;
+  constexpr int k_kills = 30;
+  Fingerprint after = after_print(k_extra);
+  // How long a whole transaction takes here, to spread the kills over it.
+  auto start = std::chrono::steady_clock::now();
+  {
+    env::Venv venv = fresh(k_extra, nullptr);
+    ChangeSet changes = bulk_changes(venv, k_extra);
+    start = std::chrono::steady_clock::now();
+    ASSERT_EQ(transaction_in_child(venv, changes, -1), 0);
+  }
+  auto span = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  std::mt19937 random(12345);
+  std::uniform_int_distribution<long> delay(0, span);
+  int killed = 0, finished = 0, befores = 0, afters = 0;
+  for (int i = 0; i < k_kills; ++i) {
+    Fingerprint before;
+    env::Venv venv = fresh(k_extra, &before);
+    ChangeSet changes = bulk_changes(venv, k_extra);
+    pid_t pid = -1;
+    transaction_in_child(venv, changes, -1, &pid, false);
+    std::this_thread::sleep_for(std::chrono::microseconds(delay(random)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status))
+      ++killed;
+    else
+      ++finished;
+    Outcome outcome = recover_and_classify(venv, before, after);
+    if (outcome == Outcome::before) ++befores;
+    if (outcome == Outcome::after) ++afters;
+  }
+  std::printf(
+      "kill -9: %d runs (transaction of %ld us), %d killed, %d finished first; %d recovered to "
+      "before, %d to after\n",
+      k_kills, static_cast<long>(span), killed, finished, befores, afters);
+  EXPECT_EQ(befores + afters, k_kills);
+}
+
+}  // namespace
+}  // namespace venvfix::txn

@@ -1,0 +1,76 @@
+// The golden examples in snapshots/examples/ (one per manifest format version and kind) are
+// restored by this venvfix: a newer venvfix always restores an older snapshot.
+#include <gtest/gtest.h>
+
+#include "support/paths.hpp"
+#include "txn/txn_test_support.hpp"
+#include "venvfix/txn/lock.hpp"
+#include "venvfix/txn/snapshot.hpp"
+
+namespace venvfix::txn {
+namespace {
+
+using testing::fingerprint;
+using testing::k_site;
+using testing::read_text;
+
+class TxnGoldenSnapshot : public ::testing::Test {
+ protected:
+  // Copies example `name` (its venv/ and snapshot/) into a temporary venv; returns the venv
+  // and the snapshot id from the manifest.
+  std::pair<env::Venv, std::string> install(const std::string& name) {
+    auto dir = TempDir::create("venvfix-golden-test-");
+    EXPECT_TRUE(dir);
+    m_dir.emplace(std::move(dir).value());
+    fs::path example = venvfix::testing::source_dir() / "snapshots/examples" / name;
+    fs::path root = m_dir->path() / "venv";
+    fs::copy(example / "venv", root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    std::string manifest = read_text(example / "snapshot/manifest");
+    std::size_t at = manifest.find("\nid ") + 4;
+    std::string id = manifest.substr(at, manifest.find('\n', at) - at);
+    fs::create_directories(root / ".venvfix/snapshots");
+    fs::copy(example / "snapshot", root / ".venvfix/snapshots" / id,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    auto venv = env::open_venv_at(root);
+    EXPECT_TRUE(venv) << venv.error().message;
+    return {*venv, id};
+  }
+  std::optional<TempDir> m_dir;
+};
+
+TEST_F(TxnGoldenSnapshot, Version1TransactionSnapshot) {
+  auto [venv, id] = install("v1-transaction");
+  auto lock = VenvLock::acquire(venv, LockWait::fail);
+  ASSERT_TRUE(lock);
+  auto found = find_snapshot(venv, std::nullopt);
+  ASSERT_TRUE(found) << found.error().message;
+  EXPECT_EQ(found->id, id);
+  EXPECT_EQ(found->files, 3u);
+  auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  fs::path site = venv.root / k_site;
+  EXPECT_EQ(read_text(site / "torch/__init__.py"), "import torch_before\n");
+  EXPECT_EQ(read_text(site / "nvidia/cudnn/lib/libcudnn.so.9"),
+            "\x7f"
+            "ELF fake cudnn\n");
+  EXPECT_EQ(fs::read_symlink(site / "nvidia/cudnn/lib/libcudnn.so"), "libcudnn.so.9");
+  EXPECT_EQ(read_text(site / "nvidia/cudnn/keep.txt"), "kept\n");
+  EXPECT_FALSE(fs::exists(site / "added_by_txn"));
+  EXPECT_FALSE(fs::exists(snapshots_dir(venv) / id));
+}
+
+TEST_F(TxnGoldenSnapshot, Version1TreeSnapshotByReflink) {
+  auto [venv, id] = install("v1-tree-reflink");
+  fs::path example = venvfix::testing::source_dir() / "snapshots/examples/v1-tree-reflink";
+  auto expected = fingerprint_tree(example / "snapshot/files");
+  ASSERT_TRUE(expected);
+  auto lock = VenvLock::acquire(venv, LockWait::fail);
+  ASSERT_TRUE(lock);
+  auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  auto now = fingerprint(venv);
+  EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
+}
+
+}  // namespace
+}  // namespace venvfix::txn
