@@ -70,6 +70,8 @@ Status remove_snapshot(const env::Venv& venv, const std::string& id) {
 
 Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id) {
   (void)lock;
+  // An unfinished restore may still need this snapshot's files to roll back.
+  VENVFIX_TRY(require_no_unfinished_transaction(venv));
   VENVFIX_TRY(load_manifest(venv, id));
   return remove_snapshot(venv, id);
 }
