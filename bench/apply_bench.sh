@@ -79,16 +79,23 @@ python3 -m venv --without-pip "$work/venv"
 
 # --- the runs ---------------------------------------------------------------------------------
 now() { date +%s.%N; }
-declare -A times
+# CPU seconds (user + system) of every child this shell has waited for: on a shared machine
+# the wall time depends on the other load, the CPU time much less.
+# (`times` runs in this shell: in a $(...) subshell it would see no children.)
+cpu_now() { times > "$work/times.txt"; cpu_seconds=$(tail -1 "$work/times.txt" | sed 's/[ms]/ /g' | awk '{print $1 * 60 + $2 + $3 * 60 + $4}'); }
+declare -A times cpu
 run() {  # run LABEL COMMAND... (in a fresh output directory $out)
   local label=$1; shift
   out="$out_root/out"; rm -rf "$out"; mkdir -p "$out"
   sync
-  local start end
+  local start end cpu_start cpu_end
+  cpu_now; cpu_start=$cpu_seconds
   start=$(now)
   "$@" > "$work/last.log" 2>&1 || { echo "$label failed:" >&2; cat "$work/last.log" >&2; exit 1; }
   end=$(now)
+  cpu_now; cpu_end=$cpu_seconds
   times[$label]+="$(echo "$end - $start" | bc) "
+  cpu[$label]+="$(echo "$cpu_end - $cpu_start" | bc) "
 }
 fresh_venv() { cp -a "$work/venv" "$out/venv"; }
 venvfix_cold() {
@@ -147,15 +154,16 @@ pip_median=$(echo "${times[${labels[4]}]}" | median)
 pip_warm_median=$(echo "${times[${labels[5]}]}" | median)
 bsdtar_median=$(echo "${times[${labels[6]}]}" | median)
 {
-  echo "| run | median s | best s | all s | installed MB/s | pip (cold) ÷ this | pip (warm) ÷ this | bsdtar ÷ this |"
-  echo "|---|---:|---:|---|---:|---:|---:|---:|"
+  echo "| run | median s | best s | all s | CPU s (median) | installed MB/s | pip (cold) ÷ this | pip (warm) ÷ this | bsdtar ÷ this |"
+  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|"
   for label in "${labels[@]}"; do
     m=$(echo "${times[$label]}" | median)
     b=$(echo "${times[$label]}" | tr ' ' '\n' | grep -v '^$' | sort -g | head -1)
     all=$(echo "${times[$label]}" | tr ' ' '\n' | grep -v '^$' | awk '{printf "%s%.1f", (NR > 1 ? ", " : ""), $1}')
-    awk -v l="$label" -v m="$m" -v b="$b" -v all="$all" -v p="$pip_median" -v pw="$pip_warm_median" \
+    c=$(echo "${cpu[$label]}" | median)
+    awk -v l="$label" -v m="$m" -v b="$b" -v all="$all" -v c="$c" -v p="$pip_median" -v pw="$pip_warm_median" \
         -v t="$bsdtar_median" -v bytes="$installed_bytes" 'BEGIN {
-      printf "| %s | %.2f | %.2f | %s | %.0f | %.2f× | %.2f× | %.2f× |\n", l, m, b, all, bytes / 1e6 / m, p / m, pw / m, t / m }'
+      printf "| %s | %.2f | %.2f | %s | %.1f | %.0f | %.2f× | %.2f× | %.2f× |\n", l, m, b, all, c, bytes / 1e6 / m, p / m, pw / m, t / m }'
   done
   echo
   echo "${#files[@]} wheels, $(echo "$wheel_bytes" | awk '{printf "%.2f GB", $1/1e9}') of wheels," \
