@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -131,14 +132,21 @@ class BufferPool {
     }
     return out;
   }
+  // Keeps the buffer for the next wheel unless the pool holds enough already (then it is
+  // unmapped, outside the lock).
   void give_back(Buffer buffer) {
     if (buffer.size() == 0) return;
     std::lock_guard lock(m_mutex);
-    if (m_idle.size() < k_max_idle) m_idle.push_back(std::move(buffer));
+    std::size_t idle = 0;
+    for (const Buffer& b : m_idle) idle += b.size();
+    if (m_idle.size() < k_max_idle && idle + buffer.size() <= k_max_idle_bytes) {
+      m_idle.push_back(std::move(buffer));
+    }
   }
 
  private:
   static constexpr std::size_t k_max_idle = 8;
+  static constexpr std::size_t k_max_idle_bytes = std::size_t{1} << 30;
   std::mutex m_mutex;
   std::vector<Buffer> m_idle;
 };
@@ -156,6 +164,8 @@ struct Worker {
 
   ~Worker() { buffer_pool().give_back(std::move(buffer)); }
   std::byte* reserve(std::size_t size) {
+    static std::byte empty[1];
+    if (size == 0) return empty;  // an empty member: libdeflate still wants somewhere to point
     if (buffer.size() < size) {
       buffer_pool().give_back(std::move(buffer));
       buffer = buffer_pool().take(size);
@@ -183,7 +193,13 @@ class Unpacker {
     const unsigned threads =
         static_cast<unsigned>(std::min<std::size_t>(std::max(m_config.threads, 1u), m_jobs.size()));
     std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back([this] { work(); });
+    for (unsigned t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back([this] { work(); });
+      } catch (const std::system_error&) {
+        break;  // no more threads to be had: the ones there are (and this one) do the work
+      }
+    }
     work();
     for (std::thread& thread : pool) thread.join();
     if (m_error) return std::move(*m_error);
