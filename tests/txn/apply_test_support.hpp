@@ -155,8 +155,8 @@ inline plan::Action install_action(const std::string& dist, const std::string& v
 // lib/pythonX.Y/site-packages for the host's python3.
 inline fs::path minimal_venv(const fs::path& root) {
   static const std::string version = [] {
-    auto result = run_command(
-        {"python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"}, {}, 60);
+    auto result =
+        run_command({"python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"}, {}, 60);
     std::string text = result.out;
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
