@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The demo: build venvfix, generate the test world (real ELF libraries, real wheels, a local
-# PEP 503/691 index), let pip break a venv the way the mission describes, and diagnose it.
+# PEP 503/691 index), let pip break a venv the way the mission describes, then the whole story:
+# doctor -> plan -> apply --snapshot -> import torch works -> a guarded `pip uninstall` gets
+# rolled back -> `venvfix rollback` to the broken state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -33,6 +35,42 @@ show "venvfix doctor               # the host's view: a system cuDNN hides the h
 
 show "venvfix why libcudnn.so.9"
 "$venvfix" --venv "$work/venv" --ld-cache "$cache" why libcudnn.so.9 || true
+
+# The local index (PEP 503/691 on 127.0.0.1) the repair downloads from.
+python3 tests/world/index_server.py --root "$work/world/index" --port 0 >"$work/index.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$work/index.log" ] && break; sleep 0.1; done
+index_url="http://127.0.0.1:$(head -1 "$work/index.log")/simple"
+vf=("$venvfix" --venv "$work/venv" --ld-cache "$cache" --index-url "$index_url" --cache-dir "$work/cache")
+
+show "venvfix plan -o plan.json    # the wheels that restore every soname torch needs"
+"${vf[@]}" plan -o "$work/plan.json" || true
+"${vf[@]}" plan || true
+
+show "venvfix apply --snapshot plan.json"
+"${vf[@]}" apply --snapshot --yes "$work/plan.json"
+
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+  show "python -c 'import torch'     # the host's CUDA still hidden: the venv's own cuDNN loads"
+  tests/world/hermetic_run.sh "$cache" -- "$work/venv/bin/python" -c "import torch; print('import torch: ok')"
+fi
+
+show "venvfix doctor"
+"${vf[@]}" doctor
+
+show "venvfix run -- pip uninstall -y nvidia-cudnn-cu12   # what broke the venv in the first place"
+"${vf[@]}" run -- "$work/venv/bin/python" -m pip uninstall -y nvidia-cudnn-cu12 || echo "(exit $?: rolled back)"
+
+show "venvfix doctor               # still healthy"
+"${vf[@]}" doctor
+
+show "venvfix snapshot list"
+"${vf[@]}" snapshot list
+
+show "venvfix rollback             # back to the state before apply (the broken one)"
+"${vf[@]}" rollback
+"${vf[@]}" doctor || echo "(exit $?: the ghost is back, as before apply)"
 
 echo
 echo "The demo venv stays in $work (remove it with: rm -rf $work)"
