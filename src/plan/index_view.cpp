@@ -59,7 +59,12 @@ Result<fetch::DownloadResult> download(index::IndexClient& client,
 Result<dist::CoreMetadata> IndexView::metadata(const index::Candidate& candidate) {
   if (candidate.file.has_core_metadata) {
     auto text = m_client.core_metadata(candidate.file);
-    if (text) return dist::parse_metadata(*text, index::display_url(candidate.file.url));
+    if (text) {
+      auto parsed =
+          dist::parse_metadata(*text, index::display_url(candidate.file.url) + ".metadata");
+      if (!parsed) return Error{ExitCode::network, parsed.error().message};  // the index's fault
+      return parsed;
+    }
     spdlog::debug("{}; reading the wheel instead", text.error().message);
   }
   VENVFIX_TRY_ASSIGN(fetch::DownloadResult downloaded, download(m_client, candidate));

@@ -1,6 +1,7 @@
 // dlopen in a child: the helper (`venvfix __load-check`) and the parent that runs and reads it.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,11 @@ std::pair<std::string, std::string> load_in_fork(const std::string& file) {
   if (pid < 0) return {"failed", "fork: " + errno_message(errno)};
   if (pid == 0) {
     read_end = Fd();
+    // A crash in the library's constructors must end this process by its signal, even when
+    // the helper was built with a sanitizer whose handlers would turn it into an exit status.
+    for (int signal_number : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
+      ::signal(signal_number, SIG_DFL);
+    }
     void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
     std::string answer = handle != nullptr ? std::string("ok") : std::string(::dlerror());
     (void)!::write(write_end.get(), answer.data(), answer.size());
@@ -59,7 +65,10 @@ std::pair<std::string, std::string> load_in_fork(const std::string& file) {
     return {"crashed", fmt::format("the process loading it died from signal {}", WTERMSIG(status))};
   }
   if (answer == "ok") return {"loaded", ""};
-  if (answer.empty()) return {"crashed", "the process loading it exited without an answer"};
+  if (answer.empty()) {
+    return {"crashed", fmt::format("the process loading it exited with status {} without an answer",
+                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
+  }
   return {"failed", answer};
 }
 
