@@ -44,7 +44,7 @@ struct Journal {
   // With `relink`, the commit makes snapshot `consumes` whole again instead (every file
   // moved out of it is linked or cloned back from the venv) and keeps it.
   bool relink = false;
-  std::string consumes;       // a snapshot the commit deletes (a rollback's source), or ""
+  std::string consumes;  // a snapshot the commit deletes (a rollback's source), or ""
   std::vector<Step> steps;
 
   // <venv-relative> .venvfix/snapshots/<id>/files: where move_out puts files.

@@ -50,8 +50,9 @@ Result<SnapshotInfo> find_snapshot(const env::Venv& venv, const std::optional<st
 
 // Restores the venv to the snapshot's state as one journaled transaction. Refuses (nothing
 // changed) when a hard-linked file was changed in place, naming it. A tree snapshot is kept
-// (restorable again); a transaction snapshot is used up. With KeepSnapshot::yes what the restore replaced is kept as a new transaction snapshot (its
-// id returned), so the rollback itself can be rolled back.
+// (restorable again); a transaction snapshot is used up. With KeepSnapshot::yes what the restore
+// replaced is kept as a new transaction snapshot (its id returned), so the rollback itself can be
+// rolled back.
 Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const VenvLock& lock,
                                                     const std::string& id, KeepSnapshot keep);
 // restore_snapshot without keeping the replaced state.
