@@ -45,24 +45,25 @@ std::int64_t realtime_ns() {
   return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
-// What the stat pass learned about one distinct path.
+// What the stat pass learned about one distinct path. Kept small: a torch-sized venv has
+// 30,000 of them, and fresh memory costs page faults.
 struct Probe {
-  std::string path;
-  int dir_fd = AT_FDCWD;     // the site-packages directory, when `path` lies under it
-  std::size_t relative = 0;  // offset in `path` of the part relative to dir_fd
+  PathTable::Id path = 0;
+  int dir_fd = AT_FDCWD;       // the site-packages directory, when the path lies under it
+  std::uint32_t relative = 0;  // offset in the path of the part relative to dir_fd
   bool want_hash = false;
+  bool hashed = false;
   FileState state = FileState::ok;
   FileIdentity identity;
-  std::optional<Sha256Digest> digest;
-  bool hashed = false;
   std::int64_t hashed_at_ns = 0;
+  std::optional<Sha256Digest> digest;
 };
 
-void stat_probe(Probe& probe) {
+void stat_probe(const PathTable& paths, Probe& probe) {
   struct stat st {};
   // Relative to the open site-packages directory: the kernel walks 2-3 components instead of
   // the whole absolute path, which is most of the cost of 30,000 stats.
-  if (::fstatat(probe.dir_fd, probe.path.c_str() + probe.relative, &st, 0) != 0) {
+  if (::fstatat(probe.dir_fd, paths.c_str(probe.path) + probe.relative, &st, 0) != 0) {
     probe.state =
         (errno == ENOENT || errno == ENOTDIR) ? FileState::missing : FileState::unreadable;
     return;
@@ -124,47 +125,49 @@ std::vector<CheckRequest> all_entries(const Inventory& inventory) {
 FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
                             HashPolicy policy, const std::unordered_set<std::string>& always_hash,
                             HashCache* cache) {
+  const PathTable& paths = inventory.paths;
+  std::vector<bool> hash_always(paths.size(), false);
+  for (const std::string& path : always_hash) {
+    if (auto id = paths.find(path)) hash_always[*id] = true;
+  }
+  auto wants_hash = [&](const RecordEntry& entry, PathTable::Id path) {
+    return entry.sha256 && (policy == HashPolicy::full || hash_always[path]);
+  };
   FileCheckReport report;
   report.checks.resize(requests.size());
   // Each site-packages directory, opened once for the relative stats.
   std::unordered_map<std::string, Fd> site_fds;
-  // One probe per distinct path: shared paths are stat'ed and read once. `probes` never
-  // reallocates, so `index` can key on views of its strings.
+  // One probe per distinct path: shared paths are stat'ed and read once.
+  constexpr std::uint32_t k_none = UINT32_MAX;
+  std::vector<std::uint32_t> probe_of_path(paths.size(), k_none);
   std::vector<Probe> probes;
   probes.reserve(requests.size());
-  std::vector<std::size_t> probe_of(requests.size());
-  std::unordered_map<std::string_view, std::size_t> index;
-  index.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const CheckRequest& request = requests[i];
     const Distribution& dist = inventory.distributions.at(request.dist);
     const RecordEntry& entry = dist.record.at(request.entry);
-    std::string path = resolve_record_path(dist.site_packages, entry.path);
-    auto found = index.find(path);
-    if (found == index.end()) {
+    PathTable::Id id = dist.record_path_ids.at(request.entry);
+    std::string_view path = paths[id];
+    if (probe_of_path[id] == k_none) {
+      probe_of_path[id] = static_cast<std::uint32_t>(probes.size());
       Probe& probe = probes.emplace_back();
-      probe.path = std::move(path);
+      probe.path = id;
       const std::string& site = dist.site_packages.native();
-      if (probe.path.size() > site.size() + 1 && probe.path.starts_with(site) &&
-          probe.path[site.size()] == '/') {
+      if (path.size() > site.size() + 1 && path.starts_with(site) && path[site.size()] == '/') {
         auto [fd, inserted] = site_fds.try_emplace(site);
         if (inserted) {
           fd->second = Fd(::open(site.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         }
         if (fd->second.valid()) {
           probe.dir_fd = fd->second.get();
-          probe.relative = site.size() + 1;
+          probe.relative = static_cast<std::uint32_t>(site.size() + 1);
         }
       }
-      found = index.emplace(probe.path, probes.size() - 1).first;
     }
-    Probe& probe = probes[found->second];
-    probe.want_hash |= entry.sha256 && (policy == HashPolicy::full ||
-                                        (!always_hash.empty() && always_hash.count(probe.path)));
-    probe_of[i] = found->second;
+    probes[probe_of_path[id]].want_hash |= wants_hash(entry, id);
   }
 
-  parallel_for(probes.size(), 256, [&](std::size_t i) { stat_probe(probes[i]); });
+  parallel_for(probes.size(), 256, [&](std::size_t i) { stat_probe(paths, probes[i]); });
 
   std::vector<std::size_t> to_hash;
   for (std::size_t i = 0; i < probes.size(); ++i) {
@@ -188,7 +191,7 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
     Probe& probe = probes[to_hash[k]];
     probe.hashed_at_ns = realtime_ns();
     std::uint64_t read = 0;
-    auto digest = hash_file(probe.path, &read);
+    auto digest = hash_file(fs::path(paths[probe.path]), &read);
     bytes += read;
     probe.hashed = true;
     if (digest) {
@@ -206,29 +209,30 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
     }
   }
 
-  // Building each FileCheck (its fs::path above all) costs as much as the stat: in parallel too.
-  parallel_for(requests.size(), 1024, [&](std::size_t i) {
-    const Probe& probe = probes[probe_of[i]];
-    const RecordEntry& entry = inventory.distributions[requests[i].dist].record[requests[i].entry];
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const Distribution& dist = inventory.distributions[requests[i].dist];
+    const RecordEntry& entry = dist.record[requests[i].entry];
+    PathTable::Id id = dist.record_path_ids[requests[i].entry];
+    const Probe& probe = probes[probe_of_path[id]];
     FileCheck& check = report.checks[i];
     check.dist = requests[i].dist;
+    check.entry = requests[i].entry;
     check.record_path = entry.path;
-    check.path = probe.path;
+    check.path = paths[id];
+    check.path_id = id;
     check.state = probe.state;
-    if (probe.state == FileState::missing) return;
+    if (probe.state == FileState::missing) continue;
     check.actual_size = probe.identity.size;
     if (probe.digest) check.actual_sha256 = probe.digest;
-    if (probe.state != FileState::ok) return;
+    if (probe.state != FileState::ok) continue;
     if (entry.size && *entry.size != probe.identity.size) {
       check.state = FileState::size_mismatch;
-      return;
+      continue;
     }
-    bool want_hash = entry.sha256 && (policy == HashPolicy::full ||
-                                      (!always_hash.empty() && always_hash.count(probe.path)));
-    if (want_hash && probe.digest && *probe.digest != *entry.sha256) {
+    if (probe.digest && wants_hash(entry, id) && *probe.digest != *entry.sha256) {
       check.state = FileState::hash_mismatch;
     }
-  });
+  }
   return report;
 }
 

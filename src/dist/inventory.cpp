@@ -212,9 +212,60 @@ const Distribution* Inventory::find(std::string_view name) const {
 std::vector<std::size_t> Inventory::owners_of(const fs::path& path) const {
   std::error_code ec;
   fs::path absolute = path.is_absolute() ? path : fs::absolute(path, ec);
-  auto it = owners.find(resolve_record_path("/", absolute.string()));
-  if (it == owners.end()) return {};
-  return it->second;
+  auto id = paths.find(resolve_record_path("/", absolute.string()));
+  if (!id) return {};
+  std::span<const std::uint32_t> owners = owners_of(*id);
+  return std::vector<std::size_t>(owners.begin(), owners.end());
+}
+
+void Inventory::index_paths() {
+  std::size_t rows = 0;
+  std::size_t bytes = 0;
+  for (const Distribution& dist : distributions) {
+    rows += dist.record.size();
+    for (const RecordEntry& entry : dist.record) {
+      bytes += dist.site_packages.native().size() + 1 + entry.path.size();
+    }
+  }
+  paths = PathTable();
+  paths.reserve(rows, bytes);
+  // Pass 1: intern every row's path; count each path's owners (distributions are visited in
+  // index order, so a repeated owner is always the last one counted).
+  std::vector<std::uint32_t> count;
+  std::vector<std::uint32_t> last_owner;
+  count.reserve(rows);
+  last_owner.reserve(rows);
+  for (std::size_t d = 0; d < distributions.size(); ++d) {
+    Distribution& dist = distributions[d];
+    dist.record_path_ids.clear();
+    dist.record_path_ids.reserve(dist.record.size());
+    for (const RecordEntry& entry : dist.record) {
+      PathTable::Id id = paths.intern(resolve_record_path(dist.site_packages, entry.path));
+      dist.record_path_ids.push_back(id);
+      if (id == count.size()) {
+        count.push_back(0);
+        last_owner.push_back(UINT32_MAX);
+      }
+      if (last_owner[id] != d) {
+        last_owner[id] = static_cast<std::uint32_t>(d);
+        ++count[id];
+      }
+    }
+  }
+  // Pass 2: lay the owners out flat.
+  m_owner_starts.assign(paths.size() + 1, 0);
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    m_owner_starts[i + 1] = m_owner_starts[i] + count[i];
+  m_owners.assign(m_owner_starts.back(), 0);
+  std::vector<std::uint32_t> filled(m_owner_starts.begin(), m_owner_starts.end() - 1);
+  std::fill(last_owner.begin(), last_owner.end(), UINT32_MAX);
+  for (std::size_t d = 0; d < distributions.size(); ++d) {
+    for (PathTable::Id id : distributions[d].record_path_ids) {
+      if (last_owner[id] == d) continue;
+      last_owner[id] = static_cast<std::uint32_t>(d);
+      m_owners[filled[id]++] = static_cast<std::uint32_t>(d);
+    }
+  }
 }
 
 Result<Inventory> read_inventory(const env::Venv& venv) {
@@ -243,16 +294,7 @@ Result<Inventory> read_inventory(const env::Venv& venv) {
                      }
                      return natural_less(a.version, b.version);
                    });
-  std::size_t total = 0;
-  for (const Distribution& dist : inventory.distributions) total += dist.record.size();
-  inventory.owners.reserve(total);
-  for (std::size_t i = 0; i < inventory.distributions.size(); ++i) {
-    const Distribution& dist = inventory.distributions[i];
-    for (const RecordEntry& entry : dist.record) {
-      auto& owners = inventory.owners[resolve_record_path(dist.site_packages, entry.path)];
-      if (owners.empty() || owners.back() != i) owners.push_back(i);
-    }
-  }
+  inventory.index_paths();
   return inventory;
 }
 

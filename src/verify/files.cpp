@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <span>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -30,8 +31,9 @@ std::string first_paths(const std::vector<std::string>& paths) {
 // True when `dist`'s RECORD row for the checked path agrees with the file on disk: same size,
 // and the same sha256 when the file was hashed.
 bool record_matches(const dist::Distribution& dist, const dist::FileCheck& check) {
-  for (const dist::RecordEntry& entry : dist.record) {
-    if ((dist.site_packages / entry.path).lexically_normal() != check.path) continue;
+  for (std::size_t e = 0; e < dist.record.size(); ++e) {
+    if (dist.record_path_ids[e] != check.path_id) continue;
+    const dist::RecordEntry& entry = dist.record[e];
     if (entry.size && *entry.size != check.actual_size) return false;
     if (check.actual_sha256 && entry.sha256 && *entry.sha256 != *check.actual_sha256) return false;
     return entry.size.has_value() || entry.sha256.has_value();
@@ -111,13 +113,12 @@ void add_shared_paths(Analysis& analysis) {
     bool bytes_agree = true;
   };
   std::map<std::vector<std::size_t>, Group> groups;
-  for (const auto& [path, owners] : analysis.inventory.owners) {
+  const dist::PathTable& paths = analysis.inventory.paths;
+  for (dist::PathTable::Id path = 0; path < paths.size(); ++path) {
+    std::span<const std::uint32_t> owners = analysis.inventory.owners_of(path);
     if (owners.size() < 2) continue;
-    std::vector<std::size_t> key = owners;
-    std::sort(key.begin(), key.end());
-    key.erase(std::unique(key.begin(), key.end()), key.end());
-    if (key.size() < 2) continue;
-    std::string display = analysis.display_path(path);
+    std::vector<std::size_t> key(owners.begin(), owners.end());
+    std::string display = analysis.display_path(fs::path(paths[path]));
     if (is_bytecode(display)) continue;
     Group& group = groups[key];
     group.owners = key;
@@ -125,10 +126,10 @@ void add_shared_paths(Analysis& analysis) {
     // Bytes agree when every owner's RECORD gives the same digest for the path.
     std::optional<Sha256Digest> first;
     for (std::size_t owner : key) {
-      for (const dist::RecordEntry& entry : distributions[owner].record) {
-        if ((distributions[owner].site_packages / entry.path).lexically_normal().string() != path) {
-          continue;
-        }
+      const dist::Distribution& dist = distributions[owner];
+      for (std::size_t e = 0; e < dist.record.size(); ++e) {
+        if (dist.record_path_ids[e] != path) continue;
+        const dist::RecordEntry& entry = dist.record[e];
         if (!entry.sha256) {
           group.bytes_agree = false;
         } else if (!first) {
@@ -186,7 +187,7 @@ void check_files(Analysis& analysis, const Options& options) {
   std::map<std::size_t, DistFiles> per_dist;
   for (const dist::FileCheck& check : report.checks) {
     if (check.state == dist::FileState::ok) continue;
-    std::string display = analysis.display_path(check.path);
+    std::string display = analysis.display_path(fs::path(check.path));
     DistFiles& files = per_dist[check.dist];
     if (check.state == dist::FileState::missing) {
       files.missing.push_back(display);
@@ -197,7 +198,7 @@ void check_files(Analysis& analysis, const Options& options) {
     std::set<std::string> content_owners;
     if (check.state == dist::FileState::size_mismatch ||
         check.state == dist::FileState::hash_mismatch) {
-      for (std::size_t other : inventory.owners_of(check.path)) {
+      for (std::size_t other : inventory.owners_of(check.path_id)) {
         if (other != check.dist && record_matches(inventory.distributions[other], check)) {
           content_owners.insert(inventory.distributions[other].normalized_name);
         }

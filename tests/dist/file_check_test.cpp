@@ -78,7 +78,7 @@ TEST_F(DistFileCheck, HealthyFilesAreOk) {
   }
   EXPECT_EQ(report.files_hashed, 4u);  // RECORD itself has no hash
   EXPECT_EQ(report.bytes_hashed, 100000u + 5000u + 12u + 10u);
-  EXPECT_EQ(find(report, "../../../bin/pkg-tool").path, root / "bin" / "pkg-tool");
+  EXPECT_EQ(fs::path(find(report, "../../../bin/pkg-tool").path), root / "bin" / "pkg-tool");
   EXPECT_EQ(find(report, "pkg/lib/libone.so.1").actual_size, 100000u);
   ASSERT_TRUE(find(report, "pkg/lib/libone.so.1").actual_sha256);
 }

@@ -149,7 +149,7 @@ TEST_F(DistInventory, EggInfoIsListedNotTrusted) {
   ASSERT_NE(single, nullptr);
   EXPECT_TRUE(single->legacy_egg_info);
   EXPECT_EQ(single->version, "1.2");
-  EXPECT_TRUE(inventory.owners.empty());
+  EXPECT_EQ(inventory.paths.size(), 0u);
 }
 
 TEST_F(DistInventory, SortedByNameThenVersion) {

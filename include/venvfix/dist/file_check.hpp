@@ -23,10 +23,14 @@ enum class FileState { ok, missing, size_mismatch, hash_mismatch, not_regular, u
 // "ok", "missing", "size-mismatch", "hash-mismatch", "not-regular", "unreadable".
 std::string_view to_string(FileState state);
 
+// One checked RECORD row. The views point into the Inventory that was checked: they stay valid
+// while it lives unchanged.
 struct FileCheck {
-  std::size_t dist = 0;     // index into Inventory::distributions
-  std::string record_path;  // as written in RECORD
-  fs::path path;            // absolute, lexically normalised
+  std::size_t dist = 0;          // index into Inventory::distributions
+  std::size_t entry = 0;         // index into that distribution's record
+  std::string_view record_path;  // as written in RECORD
+  std::string_view path;         // absolute, lexically normalised: Inventory::paths[path_id]
+  PathTable::Id path_id = 0;
   FileState state = FileState::ok;
   // Set when the file was hashed or its hash came from the cache.
   std::optional<Sha256Digest> actual_sha256;

@@ -4,14 +4,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "venvfix/base/result.hpp"
 #include "venvfix/dist/metadata.hpp"
+#include "venvfix/dist/path_table.hpp"
 #include "venvfix/dist/record.hpp"
 #include "venvfix/env/venv.hpp"
 
@@ -28,6 +31,9 @@ struct Distribution {
   std::string installer;        // INSTALLER's first line ("pip", "uv", "venvfix"); may be empty
   CoreMetadata metadata;        // empty fields when METADATA was unreadable (see problems)
   std::vector<RecordEntry> record;
+  // Parallel to `record`: each row's path as an id in Inventory::paths (absolute, lexically
+  // normal). Filled by read_inventory.
+  std::vector<PathTable::Id> record_path_ids;
   bool legacy_egg_info = false;
   // One sentence per thing wrong with the metadata itself (missing/malformed METADATA or
   // RECORD, malformed RECORD rows). Findings about the files (ghosts, ...) are not here.
@@ -36,15 +42,32 @@ struct Distribution {
 
 struct Inventory {
   std::vector<Distribution> distributions;  // sorted by normalized_name, then version
-  // Absolute, lexically normalised path -> indices (ascending, no duplicates) of the
-  // distributions whose RECORD lists it.
-  std::unordered_map<std::string, std::vector<std::size_t>> owners;
+  // Every path a RECORD lists, once, absolute and lexically normalised (resolve_record_path).
+  PathTable paths;
 
   // The first distribution with this name (normalised before comparing); nullptr if none.
   const Distribution* find(std::string_view name) const;
   // The owners of a path (made absolute and lexically normalised first; symlinks are not
-  // followed); empty when no RECORD lists it.
+  // followed): indices (ascending, no duplicates) of the distributions whose RECORD lists it;
+  // empty when none does.
   std::vector<std::size_t> owners_of(const fs::path& path) const;
+  // The same for a path of `paths`.
+  std::span<const std::uint32_t> owners_of(PathTable::Id path) const {
+    return std::span(m_owners).subspan(m_owner_starts[path],
+                                       m_owner_starts[path + 1] - m_owner_starts[path]);
+  }
+  // The id of an absolute, lexically normal path, when a RECORD lists it.
+  std::optional<PathTable::Id> path_id(std::string_view absolute_normal) const {
+    return paths.find(absolute_normal);
+  }
+  // Fills `paths`, each distribution's record_path_ids and the owners (read_inventory does).
+  void index_paths();
+
+ private:
+  // Owners of path i: m_owners[m_owner_starts[i], m_owner_starts[i+1]). Flat, not a vector per
+  // path: 30,000 small allocations cost more than the scan they serve.
+  std::vector<std::uint32_t> m_owner_starts{0};
+  std::vector<std::uint32_t> m_owners;
 };
 
 // "<site-packages>/<record path>" made absolute and lexically normal ("a/../b" -> "b"), without
