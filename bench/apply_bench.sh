@@ -6,19 +6,20 @@
 #   bench/apply_bench.sh [--total-mb 1500] [--repeat 3] [--work DIR] [--out DIR] [--keep]
 #                        [--markdown FILE]
 #
-# Rows (wall time of the whole process, fresh output directory each time, `sync` before each
-# run so no run pays for the previous one's writeback; no run fsyncs its own output):
-# - venvfix, cold cache: resolve each project on the index, download (fetch::Downloader, 6 at
-#   once) and stage each wheel with wheel::install_wheel as soon as its download completes
-#   (download_each), on the index server's loopback.
-# - venvfix, cached wheels: the same with every wheel already in the download cache (re-apply).
-# - venvfix stage only, parallel / streaming: install_wheel of the local wheel files with the
-#   parallel unpacker, and with the one-thread libarchive reference (Unpack::streaming).
+# Rows (wall time of the whole process, fresh output directory and venv each time, `sync`
+# before each run so no run pays for the previous one's writeback):
+# - `venvfix apply PLAN --yes` of a plan that installs every wheel (URLs on the loopback index,
+#   sha256 and sizes; made untimed for each fresh venv with `venvfix plan --json` and the
+#   actions added), with empty caches: download, stage (overlapped), the journaled moves with
+#   their fsyncs, the dist-info, verification. This is the whole transaction, safety included.
+# - the same apply again with the caches warm (a re-apply: the download cache and the
+#   unpacked-wheel cache hold every wheel, as after a rollback).
+# - venvfix stage only, parallel / streaming: wheel::install_wheel of the local wheel files
+#   (bench/unpack_bench.cpp) with the parallel unpacker, and with the one-thread libarchive
+#   reference (Unpack::streaming): no transaction, no download.
 # - pip install --no-deps --no-compile from the index into a fresh venv: cold (--no-cache-dir)
 #   and with pip's cache warm.
 # - bsdtar -xf of the local wheel files one after another.
-# The venvfix rows use bench/unpack_bench.cpp (built here, Release, with -DVENVFIX_BENCH=ON),
-# which stages the way `venvfix apply` does; once apply is merged this script can time it too.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,10 +58,11 @@ trap cleanup EXIT
 build="$work/build"
 launcher=()
 if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-echo "building unpack_bench (Release)..." >&2
+echo "building venvfix and unpack_bench (Release)..." >&2
 cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVENVFIX_BENCH=ON \
   -DVENVFIX_TESTS=OFF -DVENVFIX_WERROR=OFF "${launcher[@]}" > "$work/cmake.log"
-ninja -C "$build" -j "$(nproc)" unpack_bench > "$work/ninja.log"
+ninja -C "$build" -j "$(nproc)" venvfix unpack_bench > "$work/ninja.log"
+venvfix="$build/venvfix"
 driver="$build/bench/unpack_bench"
 
 # --- the wheels, the index and a venv ---------------------------------------------------------
@@ -84,9 +86,10 @@ now() { date +%s.%N; }
 # (`times` runs in this shell: in a $(...) subshell it would see no children.)
 cpu_now() { times > "$work/times.txt"; cpu_seconds=$(tail -1 "$work/times.txt" | sed 's/[ms]/ /g' | awk '{print $1 * 60 + $2 + $3 * 60 + $4}'); }
 declare -A times cpu
-run() {  # run LABEL COMMAND... (in a fresh output directory $out)
-  local label=$1; shift
+run() {  # run LABEL PREPARE COMMAND... (in a fresh output directory $out; PREPARE untimed)
+  local label=$1 prepare=$2; shift 2
   out="$out_root/out"; rm -rf "$out"; mkdir -p "$out"
+  "$prepare"
   sync
   local start end cpu_start cpu_end
   cpu_now; cpu_start=$cpu_seconds
@@ -98,29 +101,47 @@ run() {  # run LABEL COMMAND... (in a fresh output directory $out)
   cpu[$label]+="$(echo "$cpu_end - $cpu_start" | bc) "
 }
 fresh_venv() { cp -a "$work/venv" "$out/venv"; }
-venvfix_cold() {
-  fresh_venv; mkdir -p "$out/staging"
-  "$driver" --venv "$out/venv" --staging "$out/staging" --index-url "$index/" --cache-dir "$out/cache" "${names[@]}"
+nothing() { :; }
+# A fresh venv and the plan that installs every wheel into it (its `state` is that venv's).
+fresh_venv_and_plan() {
+  fresh_venv
+  "$venvfix" --venv "$out/venv" --json -q plan > "$out/empty-plan.json" || true
+  python3 - "$out/empty-plan.json" "$work/www" "$index" > "$out/plan.json" <<'PY'
+import hashlib, json, os, sys
+plan = json.load(open(sys.argv[1]))
+files = os.path.join(sys.argv[2], "files")
+base = sys.argv[3].rsplit("/simple", 1)[0] + "/files/"
+for name in sorted(os.listdir(files)):
+    path = os.path.join(files, name)
+    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    dist, version = name.split("-")[:2]
+    plan["actions"].append({"action": "install", "dist": dist.replace("_", "-"), "version": version,
+                            "file": name, "url": base + name, "sha256": digest,
+                            "size": os.path.getsize(path), "provides": [],
+                            "reason": "apply benchmark"})
+print(json.dumps(plan, indent=2))
+PY
 }
-warm_caches() {  # untimed: fill venvfix's download cache and pip's cache once
-  mkdir -p "$out_root/warm-stage"
-  "$driver" --venv "$work/venv" --staging "$out_root/warm-stage" --index-url "$index/" \
-    --cache-dir "$out_root/warm-cache" "${names[@]}" > /dev/null
-  rm -rf "$out_root/warm-stage"
+venvfix_apply() {  # venvfix_apply CACHE_DIR
+  "$venvfix" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" -q apply "$out/plan.json" --yes
+}
+venvfix_cold() { venvfix_apply "$out/cache"; }
+venvfix_cached() { venvfix_apply "$out_root/warm-cache"; }
+warm_caches() {  # untimed: fill venvfix's caches and pip's cache once
+  out="$out_root/warm-out"; rm -rf "$out"; mkdir -p "$out"
+  fresh_venv_and_plan
+  venvfix_apply "$out_root/warm-cache" > /dev/null
+  rm -rf "$out"
   python3 -m venv --without-pip "$out_root/pip-warm-venv"
   PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip --python "$out_root/pip-warm-venv/bin/python" install -q \
     --no-deps --no-compile --cache-dir "$out_root/pip-cache" --index-url "$index/" "${names[@]}"
   rm -rf "$out_root/pip-warm-venv"
   sync
 }
-venvfix_cached() {
-  fresh_venv; mkdir -p "$out/staging"
-  "$driver" --venv "$out/venv" --staging "$out/staging" --index-url "$index/" --cache-dir "$out_root/warm-cache" "${names[@]}"
-}
-stage_parallel() { fresh_venv; mkdir -p "$out/staging"; "$driver" --venv "$out/venv" --staging "$out/staging" "${files[@]}"; }
-stage_streaming() { fresh_venv; mkdir -p "$out/staging"; "$driver" --venv "$out/venv" --staging "$out/staging" --streaming "${files[@]}"; }
+fresh_venv_and_staging() { fresh_venv; mkdir -p "$out/staging"; }
+stage_parallel() { "$driver" --venv "$out/venv" --staging "$out/staging" "${files[@]}"; }
+stage_streaming() { "$driver" --venv "$out/venv" --staging "$out/staging" --streaming "${files[@]}"; }
 pip_install() {
-  fresh_venv
   PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip --python "$out/venv/bin/python" install -q --no-deps \
     --no-compile "$@" --index-url "$index/" "${names[@]}"
 }
@@ -128,7 +149,7 @@ pip_cold() { pip_install --no-cache-dir; }
 pip_warm() { pip_install --cache-dir "$out_root/pip-cache"; }
 bsdtar_seq() { for f in "${files[@]}"; do bsdtar -xf "$f" -C "$out"; done; }
 
-labels=("venvfix: download + stage (cold cache)" "venvfix: stage from cached wheels (re-apply)"
+labels=("venvfix apply (cold caches)" "venvfix apply again (warm caches: re-apply)"
         "venvfix: stage local files, parallel" "venvfix: stage local files, streaming (1 thread)"
         "pip install --no-deps (--no-cache-dir)" "pip install --no-deps (warm pip cache)"
         "bsdtar -xf, one after another")
@@ -138,13 +159,13 @@ loads=()
 for r in $(seq "$repeat"); do
   echo "round $r of $repeat..." >&2
   loads+=("$(cut -d' ' -f1 /proc/loadavg)")
-  run "${labels[0]}" venvfix_cold
-  run "${labels[1]}" venvfix_cached
-  run "${labels[2]}" stage_parallel
-  run "${labels[3]}" stage_streaming
-  run "${labels[4]}" pip_cold
-  run "${labels[5]}" pip_warm
-  run "${labels[6]}" bsdtar_seq
+  run "${labels[0]}" fresh_venv_and_plan venvfix_cold
+  run "${labels[1]}" fresh_venv_and_plan venvfix_cached
+  run "${labels[2]}" fresh_venv_and_staging stage_parallel
+  run "${labels[3]}" fresh_venv_and_staging stage_streaming
+  run "${labels[4]}" fresh_venv pip_cold
+  run "${labels[5]}" fresh_venv pip_warm
+  run "${labels[6]}" nothing bsdtar_seq
 done
 loads+=("$(cut -d' ' -f1 /proc/loadavg)")
 rm -rf "$out_root/out" "$out_root/warm-cache" "$out_root/pip-cache"

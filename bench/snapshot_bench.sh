@@ -8,7 +8,9 @@
 # The venv is generated: BIG_GB of large files (like libtorch_cuda.so, libcudnn*.so: 24 files)
 # of non-zero, non-sparse data, and SMALL_FILES small files (0.5-8 KiB, like .py and
 # metadata) spread over ~1500 directories. Page cache is warm for every step (the data was
-# just written); both sides get the same treatment.
+# just written); both sides get the same treatment. Two more rows for scale: `cp -al` of the
+# same tree (hard links only, no data: what any hard-link snapshot costs at the least on this
+# filesystem), and, where this user may drop the page cache (root), `cp -a` from a cold cache.
 set -euo pipefail
 venvfix=${1:-build/venvfix}
 big_gb=${BIG_GB:-3}
@@ -50,6 +52,18 @@ bytes=$(du -sb "$venv" | cut -f1)
 t0=$(now); cp -a "$venv" "$work/copy"; sync -f "$work/copy"; t1=$(now)
 cp_ms=$(elapsed "$t0" "$t1")
 rm -rf "$work/copy"
+cold_ms=""
+if sync && { echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; then
+  t0=$(now); cp -a "$venv" "$work/copy"; sync -f "$work/copy"; t1=$(now)
+  cold_ms=$(elapsed "$t0" "$t1")
+  rm -rf "$work/copy"
+  # Warm again for the rest, as before.
+  cat $(find "$venv" -type f) > /dev/null
+fi
+t0=$(now); cp -al "$venv" "$work/links"; sync -f "$work/links"; t1=$(now)
+links_ms=$(elapsed "$t0" "$t1")
+rm -rf "$work/links"
+sync
 
 t0=$(now); "$venvfix" --venv "$venv" -q snapshot create >/dev/null; t1=$(now)
 create_ms=$(elapsed "$t0" "$t1")
@@ -63,8 +77,13 @@ rollback_ms=$(elapsed "$t0" "$t1")
 
 total=$((create_ms + rollback_ms))
 percent=$(python3 -c "print(f'{100*$total/$cp_ms:.2f}')")
+links_percent=$(python3 -c "print(f'{100*$links_ms/$cp_ms:.2f}')")
+cold_cell="not measured (page cache cannot be dropped here)"
+if [ -n "$cold_ms" ]; then
+  cold_cell="${cold_ms} ms (snapshot+rollback: $(python3 -c "print(f'{100*$total/$cold_ms:.2f}')") %)"
+fi
 cat <<TABLE
-| venv | cp -a (+sync) | snapshot create ($method) | rollback after uninstall | snapshot+rollback vs cp -a |
-|---|---|---|---|---|
-| $files files, $((bytes >> 20)) MiB | ${cp_ms} ms | ${create_ms} ms | ${rollback_ms} ms | ${percent} % |
+| venv | cp -a (+sync) | snapshot create ($method) | rollback after uninstall | snapshot+rollback vs cp -a | cp -al (+sync) vs cp -a | cp -a, cold page cache |
+|---|---|---|---|---|---|---|
+| $files files, $((bytes >> 20)) MiB | ${cp_ms} ms | ${create_ms} ms | ${rollback_ms} ms | ${percent} % | ${links_ms} ms, ${links_percent} % | ${cold_cell} |
 TABLE

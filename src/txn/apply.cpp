@@ -250,6 +250,9 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const VenvLock& lock, cons
   StagingGuard staging_guard(staging);
   StageOptions stage_options;
   stage_options.threads = options.stage_threads;
+  if (options.unpacked_cache && !downloader.config().cache_dir.empty()) {
+    stage_options.unpacked_cache = downloader.config().cache_dir / "unpacked";
+  }
   // A reinstall keeps the user's "I asked for this" mark (pip's REQUESTED).
   auto requested = [&](std::size_t action) {
     auto old = replaced[action];

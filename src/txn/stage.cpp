@@ -65,6 +65,14 @@ Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, con
   install_options.requested = item.requested;
   install_options.umask = options.umask;
   install_options.python_executable = options.python;
+  std::optional<wheel::UnpackedCache> unpacked_cache;
+  if (item.unpacked) {
+    install_options.from_unpacked = &*item.unpacked;
+  } else if (options.unpacked_cache) {
+    unpacked_cache.emplace(*options.unpacked_cache);
+    install_options.keep_unpacked = &*unpacked_cache;
+    install_options.wheel_sha256_hex = action.sha256;
+  }
   auto result = wheel::install_wheel(contents, venv, staging, install_options);
   if (!result) return with_context(std::move(result).error(), "cannot unpack " + item.file_name);
   spdlog::debug("staged {} ({} files)", item.file_name, result->files.size());
@@ -204,6 +212,22 @@ Result<FetchedAndStaged> fetch_and_stage(
   FetchedAndStaged out;
   if (requests.empty()) return out;
   VENVFIX_TRY_ASSIGN(TempDir links, TempDir::create("venvfix-wheels-"));
+  // Wheels already unpacked in the cache need no download.
+  std::vector<std::optional<wheel::UnpackedWheel>> unpacked(requests.size());
+  std::vector<fetch::DownloadRequest> to_download;
+  std::vector<std::size_t> downloaded_index;  // to_download[k] is requests[downloaded_index[k]]
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (options.unpacked_cache) {
+      unpacked[i] =
+          wheel::UnpackedCache(*options.unpacked_cache).find(plan.actions[actions[i]].sha256);
+    }
+    if (unpacked[i]) {
+      spdlog::debug("{}: staged from the unpacked-wheel cache", requests[i].display_name);
+      continue;
+    }
+    to_download.push_back(requests[i]);
+    downloaded_index.push_back(i);
+  }
 
   // Downloads feed a queue; `options.threads` workers stage each wheel as soon as it is in the
   // cache, so downloading, inflating, hashing and writing overlap.
@@ -227,7 +251,7 @@ Result<FetchedAndStaged> fetch_and_stage(
       }
       const plan::Action& action = plan.actions[actions[index]];
       StageItem item{actions[index], results[index].path, action.file,
-                     requested ? requested(actions[index]) : wheel::Requested::no};
+                     requested ? requested(actions[index]) : wheel::Requested::no, unpacked[index]};
       Result<StagedWheel> result = [&]() -> Result<StagedWheel> {
         VENVFIX_TRY_ASSIGN(fs::path link, named_link(links.path(), item));
         return stage_one(venv, plan, item, link, staging, options);
@@ -245,23 +269,39 @@ Result<FetchedAndStaged> fetch_and_stage(
       requests.size(), static_cast<std::size_t>(std::max(1, options.threads)));
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < thread_count; ++t) threads.emplace_back(work);
+  {
+    std::lock_guard lock(mutex);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (!unpacked[i]) continue;
+      results[i].path = unpacked[i]->wheel_file();
+      results[i].sha256_hex = plan.actions[actions[i]].sha256;
+      results[i].from_cache = true;
+      std::error_code ignored;
+      results[i].size = fs::file_size(results[i].path, ignored);
+      queue.push_back(i);
+    }
+    ready.notify_all();
+  }
 
-  auto downloaded = downloader.download_each(
-      requests, [&](std::size_t index, const fetch::DownloadResult& result) -> Status {
-        std::lock_guard lock(mutex);
-        if (failure) return *failure;  // stop the downloads: staging already failed
-        if (result.sha256_hex != plan.actions[actions[index]].sha256) {
-          failure = make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
-                               redact_url(requests[index].url), result.sha256_hex,
-                               plan.actions[actions[index]].sha256);
-          ready.notify_all();
-          return *failure;
-        }
-        results[index] = result;
-        queue.push_back(index);
-        ready.notify_one();
-        return ok();
-      });
+  Result<std::vector<fetch::DownloadResult>> downloaded = std::vector<fetch::DownloadResult>{};
+  if (!to_download.empty())
+    downloaded = downloader.download_each(
+        to_download, [&](std::size_t k, const fetch::DownloadResult& result) -> Status {
+          std::size_t index = downloaded_index[k];
+          std::lock_guard lock(mutex);
+          if (failure) return *failure;  // stop the downloads: staging already failed
+          if (result.sha256_hex != plan.actions[actions[index]].sha256) {
+            failure = make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
+                                 redact_url(to_download[k].url), result.sha256_hex,
+                                 plan.actions[actions[index]].sha256);
+            ready.notify_all();
+            return *failure;
+          }
+          results[index] = result;
+          queue.push_back(index);
+          ready.notify_one();
+          return ok();
+        });
   const auto downloads_end = Clock::now();
   {
     std::lock_guard lock(mutex);

@@ -1,15 +1,26 @@
 // Phase two: the wheel install scheme of pip (src/pip/_internal/operations/install/wheel.py),
 // into a staging directory laid out like the venv. docs/wheel.md, "Install scheme".
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include <spdlog/spdlog.h>
+
 #include "venvfix/base/strings.hpp"
+#include "venvfix/wheel/unpacked_cache.hpp"
 #include "venvfix/wheel/wheel.hpp"
 #include "wheel/entry_points.hpp"
 #include "wheel/member_stream.hpp"
@@ -121,7 +132,11 @@ class Installer {
 
   Result<InstallResult> run() {
     VENVFIX_TRY(place_members());
-    VENVFIX_TRY_ASSIGN(auto streamed, unpack());
+    std::optional<Result<std::vector<detail::StreamedMember>>> copied;
+    if (m_options.from_unpacked != nullptr) copied = copy_from_unpacked(*m_options.from_unpacked);
+    bool from_cache = copied.has_value();
+    VENVFIX_TRY_ASSIGN(auto streamed, from_cache ? std::move(*copied) : unpack());
+    if (!from_cache && m_options.keep_unpacked != nullptr) keep_unpacked(streamed);
     for (std::size_t i = 0; i < m_placements.size(); ++i) {
       const Placement& p = m_placements[i];
       if (!p.install) continue;
@@ -254,6 +269,116 @@ class Installer {
       VENVFIX_TRY_ASSIGN(open_fd, m_staging.create(p.rel, member_mode(i)));
       return open_fd.get();
     });
+  }
+
+  // Copies each installed member out of a cache entry, several at a time; nullopt when the
+  // entry does not hold every one with RECORD's size and sha256 (then the archive is read).
+  std::optional<Result<std::vector<detail::StreamedMember>>> copy_from_unpacked(
+      const UnpackedWheel& entry) {
+    std::vector<detail::StreamedMember> streamed(m_contents.members.size());
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < m_placements.size(); ++i) {
+      if (!m_placements[i].install) continue;
+      const WheelMember& member = m_contents.members[i];
+      auto found = entry.members.find(member.name);
+      if (found == entry.members.end() || found->second.size != member.size ||
+          (member.sha256 && *member.sha256 != found->second.sha256)) {
+        spdlog::debug(
+            "{}: the unpacked cache entry does not hold {} as RECORD says; reading "
+            "the archive",
+            m_display, member.name);
+        return std::nullopt;
+      }
+      streamed[i].sha256 = found->second.sha256;
+      todo.push_back(i);
+    }
+    std::atomic<std::size_t> next{0};
+    std::mutex mutex;
+    std::optional<Error> failure;
+    auto work = [&] {
+      for (std::size_t k = next++; k < todo.size(); k = next++) {
+        std::size_t i = todo[k];
+        Status copied = copy_member(entry, i);
+        if (!copied) {
+          std::lock_guard lock(mutex);
+          if (!failure) failure = copied.error();
+          next = todo.size();
+        }
+      }
+    };
+    {
+      std::vector<std::jthread> helpers;
+      unsigned threads = detail::unpack_threads(m_contents, m_options.threads);
+      for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
+      work();
+    }
+    if (failure) return Result<std::vector<detail::StreamedMember>>(std::move(*failure));
+    return Result<std::vector<detail::StreamedMember>>(std::move(streamed));
+  }
+
+  Status copy_member(const UnpackedWheel& entry, std::size_t i) {
+    const WheelMember& member = m_contents.members[i];
+    const UnpackedMember& cached = entry.members.find(member.name)->second;
+    fs::path from = entry.member_path(member.name);
+    VENVFIX_TRY_ASSIGN(Fd in, open_file(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_ino) != cached.inode ||
+        static_cast<std::uint64_t>(st.st_size) != cached.size ||
+        file_identity_from(st).mtime_ns != cached.mtime_ns) {
+      return make_error(ExitCode::error,
+                        "{} changed while it was copied out of the unpacked-wheel cache; run "
+                        "the command again",
+                        from.string());
+    }
+    VENVFIX_TRY_ASSIGN(Fd out, m_staging.create(m_placements[i].rel, member_mode(i)));
+    std::string what = m_staging.describe(m_placements[i].rel);
+    if (member.size == 0 || ::ioctl(out.get(), FICLONE, in.get()) == 0) return ok();
+    // No reflinks here: the kernel copies (page cache to page cache, no user-space buffer).
+    std::uint64_t left = member.size;
+    while (left > 0) {
+      ssize_t n = ::copy_file_range(in.get(), nullptr, out.get(), nullptr, left, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+        break;  // a filesystem pair copy_file_range refuses: plain reads and writes below
+      }
+      if (n < 0) return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
+      if (n == 0) {
+        return make_error(ExitCode::error, "{} is shorter than the {} bytes recorded",
+                          from.string(), member.size);
+      }
+      left -= static_cast<std::uint64_t>(n);
+    }
+    char buffer[1 << 16];
+    while (left > 0) {
+      ssize_t n = ::read(in.get(), buffer, std::min<std::uint64_t>(left, sizeof buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        return make_error(ExitCode::error, "{}: {}", from.string(),
+                          n == 0 ? "shorter than recorded" : errno_message(errno));
+      }
+      VENVFIX_TRY(detail::write_all(
+          out.get(), std::as_bytes(std::span(buffer, static_cast<std::size_t>(n))), what));
+      left -= static_cast<std::uint64_t>(n);
+    }
+    return ok();
+  }
+
+  // Keeps the members just read from the archive (and checked) in the unpacked cache.
+  void keep_unpacked(const std::vector<detail::StreamedMember>& streamed) {
+    std::vector<MemberToKeep> keep;
+    for (std::size_t i = 0; i < m_placements.size(); ++i) {
+      const Placement& p = m_placements[i];
+      if (!p.install) continue;
+      // Scripts are rewritten in place below: the cache gets a copy, not a link.
+      keep.push_back(MemberToKeep{m_contents.members[i].name, fs::path(m_staging.describe(p.rel)),
+                                  p.script, m_contents.members[i].size, streamed[i].sha256});
+    }
+    if (Status kept =
+            m_options.keep_unpacked->add(m_options.wheel_sha256_hex, m_contents.source, keep);
+        !kept) {
+      spdlog::debug("{} not kept in the unpacked-wheel cache: {}", m_display, kept.error().message);
+    }
   }
 
   // pip's fix_script: a first line starting with `#!python` becomes `#!<python>\n`.

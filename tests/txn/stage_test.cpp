@@ -69,7 +69,7 @@ TEST_F(Stage, DownloadsFromTheIndexAndStagesLikePip) {
   std::vector<StageItem> items;
   for (const FetchedWheel& wheel : *fetched) {
     items.push_back(
-        {wheel.action, wheel.path, plan.actions[wheel.action].file, wheel::Requested::no});
+        {wheel.action, wheel.path, plan.actions[wheel.action].file, wheel::Requested::no, {}});
   }
   auto before = fingerprint(venv_root);
   auto staged = stage_wheels(*venv, plan, items, staging);
@@ -135,7 +135,7 @@ TEST_F(Stage, AWheelThatIsNotTheActionsIsRefused) {
   ASSERT_TRUE(venv);
   fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no};
+  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no, {}};
   auto staged = stage_wheels(*venv, plan, std::span(&item, 1), staging);
   ASSERT_FALSE(staged);
   EXPECT_EQ(staged.error().code, ExitCode::usage);
@@ -155,7 +155,7 @@ TEST_F(Stage, AHostileWheelIsRefusedAndStagingStaysEmpty) {
   ASSERT_TRUE(venv);
   fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no};
+  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no, {}};
   auto staged = stage_wheels(*venv, plan, std::span(&item, 1), staging);
   ASSERT_FALSE(staged);
   EXPECT_EQ(staged.error().code, ExitCode::usage);
@@ -177,8 +177,8 @@ TEST_F(Stage, TwoWheelsWritingOnePathAreRefused) {
   ASSERT_TRUE(venv);
   fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  std::vector<StageItem> items = {{0, first.path, first.file_name(), wheel::Requested::no},
-                                  {1, second.path, second.file_name(), wheel::Requested::no}};
+  std::vector<StageItem> items = {{0, first.path, first.file_name(), wheel::Requested::no, {}},
+                                  {1, second.path, second.file_name(), wheel::Requested::no, {}}};
   auto staged = stage_wheels(*venv, plan, items, staging);
   ASSERT_FALSE(staged);
   EXPECT_THAT(staged.error().message, HasSubstr("shared/data.txt"));
@@ -237,6 +237,48 @@ TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {
   auto mismatch = fetch_and_stage(*venv, plan, cold, staging3, {});
   ASSERT_FALSE(mismatch);
   EXPECT_EQ(mismatch.error().code, ExitCode::network);
+}
+
+TEST_F(Stage, ASecondStageOfTheSameWheelsComesFromTheUnpackedCacheWithoutTheIndex) {
+  plan::Plan plan;
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  StageOptions options;
+  options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
+  std::optional<FetchedAndStaged> first;
+  {
+    auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
+    const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
+    plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
+    plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+    fs::create_directories(m_dir->path() / "staging1");
+    fetch::Downloader downloader(m_config);
+    auto staged = fetch_and_stage(*venv, plan, downloader, m_dir->path() / "staging1", {}, options);
+    ASSERT_TRUE(staged) << staged.error().message;
+    EXPECT_FALSE(staged->fetched[0].from_cache);
+    first = std::move(*staged);
+  }
+  // The index is gone: only the unpacked cache can serve the wheels now.
+  fs::create_directories(m_dir->path() / "staging2");
+  fetch::Downloader downloader(m_config);
+  auto second = fetch_and_stage(*venv, plan, downloader, m_dir->path() / "staging2", {}, options);
+  ASSERT_TRUE(second) << second.error().message;
+  ASSERT_EQ(second->staged.size(), 2u);
+  for (std::size_t w = 0; w < 2; ++w) {
+    EXPECT_TRUE(second->fetched[w].from_cache);
+    EXPECT_EQ(second->staged[w].install.record_text, first->staged[w].install.record_text);
+    for (const wheel::InstalledFile& file : second->staged[w].install.files) {
+      auto a = read_file(m_dir->path() / "staging1" / file.path, 1u << 30);
+      auto b = read_file(m_dir->path() / "staging2" / file.path, 1u << 30);
+      ASSERT_TRUE(a && b) << file.path;
+      EXPECT_EQ(*a, *b) << file.path;
+      // Copies, not links: the two stagings (and so two venvs) never share an inode.
+      EXPECT_FALSE(fs::equivalent(m_dir->path() / "staging1" / file.path,
+                                  m_dir->path() / "staging2" / file.path))
+          << file.path;
+    }
+  }
 }
 
 }  // namespace

@@ -44,6 +44,9 @@ struct ApplyOptions {
   std::string reason = "apply";  // journal and snapshot reason
   fs::path helper;               // the venvfix binary for the load check; default: this one
   int stage_threads = 2;
+  // Keep unpacked wheels in <download cache>/unpacked and stage from there on the next apply
+  // of the same wheel (wheel/unpacked_cache.hpp).
+  bool unpacked_cache = true;
 };
 
 struct ActionDone {

@@ -19,6 +19,7 @@
 #include "venvfix/env/venv.hpp"
 #include "venvfix/fetch/downloader.hpp"
 #include "venvfix/plan/document.hpp"
+#include "venvfix/wheel/unpacked_cache.hpp"
 #include "venvfix/wheel/wheel.hpp"
 
 namespace venvfix::txn {
@@ -46,6 +47,8 @@ struct StageItem {
   fs::path wheel;          // the .whl to read
   std::string file_name;   // the wheel's file name (the cache blob has none)
   wheel::Requested requested = wheel::Requested::no;
+  // Set when the wheel comes out of the unpacked-wheel cache (`wheel` is then its wheel.whl).
+  std::optional<wheel::UnpackedWheel> unpacked;
 };
 
 struct StagedWheel {
@@ -59,6 +62,10 @@ struct StageOptions {
   int threads = 2;                 // wheels unpacked at once
   std::optional<mode_t> umask;     // default: the process's (as pip)
   std::optional<fs::path> python;  // for scripts; default <venv>/bin/python
+  // The unpacked-wheel cache (wheel/unpacked_cache.hpp), normally <download cache>/unpacked:
+  // a wheel found there is copied out of it without a download; one read from its archive is
+  // kept there. Unset: no such cache.
+  std::optional<fs::path> unpacked_cache;
 };
 
 // Reads (every member checked against the wheel's RECORD, hostile members refused) and
@@ -82,10 +89,11 @@ struct FetchedAndStaged {
 
 // download_plan_wheels and stage_wheels overlapped: each wheel is staged as soon as it is in
 // the cache (Downloader::download_each), `options.threads` at a time, while the others still
-// download. `requested(action index)` says whether to write REQUESTED (may be empty: never).
-// Errors as the two functions give them: a download or hash failure is ExitCode::network; a
-// staging failure stops the downloads. The venv is never written; after a failure the caller
-// discards `staging`.
+// download. A wheel whose sha256 has an intact entry in `options.unpacked_cache` is not
+// downloaded: it is staged from that entry (`fetched[i].from_cache` is true). `requested(action
+// index)` says whether to write REQUESTED (may be empty: never). Errors as the two functions give
+// them: a download or hash failure is ExitCode::network; a staging failure stops the downloads. The
+// venv is never written; after a failure the caller discards `staging`.
 Result<FetchedAndStaged> fetch_and_stage(
     const env::Venv& venv, const plan::Plan& plan, fetch::Downloader& downloader,
     const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,

@@ -27,6 +27,9 @@
 
 namespace venvfix::wheel {
 
+class UnpackedCache;
+struct UnpackedWheel;
+
 // Bounds that make a zip bomb an error instead of a full disk. The total uncompressed size
 // (sum of the members' header sizes, which must equal RECORD's sizes and the bytes inflated)
 // may not exceed min(max_total_bytes, max(ratio_floor_bytes, max_ratio * archive size)).
@@ -114,6 +117,15 @@ struct InstallOptions {
   // Unpack::parallel inflates a deflate member whole in one buffer per thread when it is at most
   // this large (so the peak memory is about threads x this); larger ones stream.
   std::uint64_t max_buffer_bytes = 512ull << 20;
+  // The unpacked-wheel cache (venvfix/wheel/unpacked_cache.hpp). With `from_unpacked`, each
+  // member is copied out of that entry (a reflink clone where the filesystem has them) instead
+  // of inflated; an entry that lacks a member or disagrees with RECORD is ignored and the
+  // archive read. With `keep_unpacked`, members read from the archive are kept there as the
+  // entry of the wheel whose sha256 is `wheel_sha256_hex` (a failure to keep them is logged,
+  // never an install error).
+  const UnpackedWheel* from_unpacked = nullptr;
+  const UnpackedCache* keep_unpacked = nullptr;
+  std::string wheel_sha256_hex;
 };
 
 // One file written under the staging directory.

@@ -1,0 +1,160 @@
+// The unpacked-wheel cache: an install from the cache stages exactly what an install from the
+// archive stages (files, modes, RECORD), scripts get each install's own interpreter, and an
+// entry that was changed or does not match the wheel is never used.
+#include "venvfix/wheel/unpacked_cache.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "venvfix/env/venv.hpp"
+#include "venvfix/wheel/wheel.hpp"
+#include "wheel/wheel_test_support.hpp"
+
+namespace venvfix::wheel {
+namespace {
+
+struct Staged {
+  InstallResult result;
+  std::map<std::string, testing::TreeFile> tree;
+};
+
+class WheelUnpackedCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-unpacked-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(*dir));
+    ASSERT_TRUE(test_support::copy_of_template_venv(m_dir->path() / "venv"));
+    auto venv = env::open_venv_at(m_dir->path() / "venv");
+    ASSERT_TRUE(venv) << venv.error().message;
+    m_venv = *venv;
+    m_wheel = testing::test_wheels() / "demo_pkg-1.0-py3-none-any.whl";
+    auto digest = sha256_file(m_wheel);
+    ASSERT_TRUE(digest);
+    m_sha = to_hex(*digest);
+  }
+
+  Result<Staged> stage(InstallOptions options) {
+    fs::path staging = m_dir->path() / ("staging-" + std::to_string(m_count++));
+    fs::create_directories(staging);
+    options.umask = 022;
+    VENVFIX_TRY_ASSIGN(InstallResult result, install_wheel(m_wheel, m_venv, staging, options));
+    return Staged{std::move(result), testing::tree_of(staging)};
+  }
+
+  static void expect_same(const Staged& a, const Staged& b) {
+    EXPECT_TRUE(a.tree == b.tree);
+    EXPECT_EQ(a.result.record_text, b.result.record_text);
+    ASSERT_EQ(a.result.files.size(), b.result.files.size());
+    for (std::size_t i = 0; i < a.result.files.size(); ++i) {
+      EXPECT_EQ(a.result.files[i].path, b.result.files[i].path);
+      EXPECT_EQ(a.result.files[i].mode, b.result.files[i].mode) << a.result.files[i].path;
+      EXPECT_EQ(a.result.files[i].sha256, b.result.files[i].sha256) << a.result.files[i].path;
+    }
+  }
+
+  // Installs once with the cache filling, returns that staging and the entry found after.
+  std::pair<Staged, std::optional<UnpackedWheel>> fill(const UnpackedCache& cache) {
+    InstallOptions keep;
+    keep.keep_unpacked = &cache;
+    keep.wheel_sha256_hex = m_sha;
+    auto first = stage(keep);
+    EXPECT_TRUE(first) << first.error().message;
+    return {std::move(*first), cache.find(m_sha)};
+  }
+
+  std::optional<TempDir> m_dir;
+  env::Venv m_venv;
+  fs::path m_wheel;
+  std::string m_sha;
+  int m_count = 0;
+};
+
+TEST_F(WheelUnpackedCache, InstallFromTheCacheStagesWhatTheArchiveStages) {
+  UnpackedCache cache(m_dir->path() / "cache");
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  EXPECT_TRUE(fs::exists(entry->wheel_file()));
+  // Every installed member, the data, header and script members included.
+  EXPECT_TRUE(entry->members.count("demo_pkg/__init__.py"));
+  EXPECT_TRUE(entry->members.count("demo_pkg-1.0.data/headers/demo.h"));
+  EXPECT_FALSE(entry->members.count("demo_pkg-1.0.dist-info/RECORD"));
+
+  InstallOptions from;
+  from.from_unpacked = &*entry;
+  auto second = stage(from);
+  ASSERT_TRUE(second) << second.error().message;
+  expect_same(first, *second);
+  auto plain = stage(InstallOptions{});
+  ASSERT_TRUE(plain);
+  expect_same(*plain, *second);
+}
+
+TEST_F(WheelUnpackedCache, ScriptsAreRewrittenForEachInstallNotInTheCache) {
+  UnpackedCache cache(m_dir->path() / "cache");
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  auto kept = read_file(entry->member_path("demo_pkg-1.0.data/scripts/demo-script"));
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(*kept, "#!python -u\nprint('hello')\n");  // pristine, not the first install's
+
+  InstallOptions from;
+  from.from_unpacked = &*entry;
+  from.python_executable = "/opt/other/python";
+  auto second = stage(from);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->tree.at("bin/demo-script").content, "#!/opt/other/python\nprint('hello')\n");
+  EXPECT_EQ(second->tree.at("bin/demo-script").mode, 0755u);
+}
+
+TEST_F(WheelUnpackedCache, AnEntryChangedInPlaceIsRemovedAndNeverUsed) {
+  UnpackedCache cache(m_dir->path() / "cache");
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  // A write through a hard link the venv shares with the entry (same size, new bytes).
+  fs::path member = entry->member_path("demo_pkg/__init__.py");
+  {
+    std::fstream out(member, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(0);
+    out.put('#');
+  }
+  EXPECT_FALSE(cache.find(m_sha));
+  EXPECT_FALSE(fs::exists(entry->dir));
+  // The next install reads the archive again and keeps a fresh entry.
+  auto [again, fresh] = fill(cache);
+  expect_same(first, again);
+  ASSERT_TRUE(fresh);
+}
+
+TEST_F(WheelUnpackedCache, AnEntryThatDisagreesWithTheWheelFallsBackToTheArchive) {
+  UnpackedCache cache(m_dir->path() / "cache");
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  UnpackedWheel lacking = *entry;
+  lacking.members.erase("demo_pkg/cli.py");
+  UnpackedWheel wrong = *entry;
+  wrong.members.at("demo_pkg/cli.py").sha256[0] ^= 1;
+  for (const UnpackedWheel* bad : {&lacking, &wrong}) {
+    InstallOptions from;
+    from.from_unpacked = bad;
+    auto staged = stage(from);
+    ASSERT_TRUE(staged) << staged.error().message;
+    expect_same(first, *staged);
+  }
+}
+
+TEST_F(WheelUnpackedCache, DamagedIndexesAndForeignNamesAreNotEntries) {
+  UnpackedCache cache(m_dir->path() / "cache");
+  EXPECT_FALSE(cache.find("not-a-hash"));
+  EXPECT_FALSE(cache.find("../" + m_sha.substr(3)));
+  EXPECT_FALSE(cache.find(m_sha));  // nothing there yet
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  ASSERT_TRUE(write_file_atomic(entry->dir / "index", "venvfix-unpacked/1 1 2\nbad\n"));
+  EXPECT_FALSE(cache.find(m_sha));
+  EXPECT_FALSE(fs::exists(entry->dir));
+}
+
+}  // namespace
+}  // namespace venvfix::wheel
