@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct ApplyArgs {
   std::optional<std::string> verify_cmd;
   std::vector<std::string> targets;
   int load_timeout = 60;
+  wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
 };
 
 Result<plan::Plan> read_plan(const std::string& file) {
@@ -98,6 +100,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
   apply_options.load_timeout_s = args.load_timeout;
+  apply_options.link_mode = args.link_mode;
   apply_options.reason =
       args.plan_file ? "apply " + fs::path(*args.plan_file).filename().string() : "apply";
   VENVFIX_TRY_ASSIGN(txn::ApplyReport report,
@@ -147,6 +150,12 @@ void add_apply_command(CLI::App& app, CommandContext& context) {
                   "Distribution whose libraries must load (repeatable; without PLAN)");
   sub->add_option("--load-timeout", args->load_timeout, "Seconds the library load check may take")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--link-mode", args->link_mode,
+                  "How wheels already unpacked in the cache are installed: hardlink (default, "
+                  "as uv) or copy (a reflink clone where possible: no inode shared with the "
+                  "cache)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, wheel::LinkMode>{
+          {"hardlink", wheel::LinkMode::hardlink}, {"copy", wheel::LinkMode::copy}}));
   sub->footer(
       "Exit codes: 0 applied (or nothing to do), 4 download failed, 5 verification failed (rolled "
       "back), 6 locked or unfinished transaction, 7 the plan no longer matches the venv, 1/2 "

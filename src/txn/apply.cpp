@@ -252,6 +252,7 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const VenvLock& lock, cons
   stage_options.threads = options.stage_threads;
   if (options.unpacked_cache && !downloader.config().cache_dir.empty()) {
     stage_options.unpacked_cache = downloader.config().cache_dir / "unpacked";
+    stage_options.link_mode = options.link_mode;
   }
   // A reinstall keeps the user's "I asked for this" mark (pip's REQUESTED).
   auto requested = [&](std::size_t action) {

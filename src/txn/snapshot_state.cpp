@@ -51,11 +51,14 @@ Status walk(int dir_fd, const std::string& rel_dir, const fs::path& root,
   return ok();
 }
 
+// The venv still holds the snapshot's own inode, with the size and mtime recorded: nothing to
+// restore. ctime is not compared: a link count change moves it without touching a byte, and
+// the venv's files gain and lose links (an install from the unpacked-wheel cache links the
+// same inode again, a cache entry goes away).
 bool same_identity(const ManifestEntry& entry, const struct stat& st) {
   FileIdentity id = file_identity_from(st);
   return S_ISREG(st.st_mode) && id.device == entry.dev && id.inode == entry.ino &&
-         id.size == entry.size && id.mtime_ns == entry.mtime_ns && id.ctime_ns == entry.ctime_ns &&
-         (id.mode & 07777) == entry.mode;
+         id.size == entry.size && id.mtime_ns == entry.mtime_ns && (id.mode & 07777) == entry.mode;
 }
 
 Result<std::string> read_link_at(const fs::path& path) {

@@ -68,6 +68,7 @@ Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, con
   std::optional<wheel::UnpackedCache> unpacked_cache;
   if (item.unpacked) {
     install_options.from_unpacked = &*item.unpacked;
+    install_options.link_mode = options.link_mode;
   } else if (options.unpacked_cache) {
     unpacked_cache.emplace(*options.unpacked_cache);
     install_options.keep_unpacked = &*unpacked_cache;

@@ -331,6 +331,12 @@ class Installer {
                         "the command again",
                         from.string());
     }
+    // A hard link only when the cached file already has this install's mode: the shared inode
+    // is never changed.
+    if (m_options.link_mode == LinkMode::hardlink && !m_placements[i].script &&
+        (st.st_mode & 07777) == member_mode(i)) {
+      return m_staging.link(m_placements[i].rel, from);
+    }
     VENVFIX_TRY_ASSIGN(Fd out, m_staging.create(m_placements[i].rel, member_mode(i)));
     std::string what = m_staging.describe(m_placements[i].rel);
     if (member.size == 0 || ::ioctl(out.get(), FICLONE, in.get()) == 0) return ok();

@@ -75,6 +75,20 @@ Result<Fd> Staging::create(const std::string& rel, mode_t mode) {
   return owned;
 }
 
+Status Staging::link(const std::string& rel, const fs::path& target) {
+  {
+    std::lock_guard lock(*m_mutex);
+    VENVFIX_TRY(ensure_parents(rel));
+  }
+  if (::linkat(AT_FDCWD, target.c_str(), m_fd.get(), rel.c_str(), 0) != 0) {
+    return make_error(ExitCode::error, "cannot link {} to {}: {}", describe(rel), target.string(),
+                      errno_message(errno));
+  }
+  std::lock_guard lock(*m_mutex);
+  m_files.push_back(rel);
+  return ok();
+}
+
 Status Staging::rewrite(const std::string& rel, std::string_view data) {
   int fd = ::openat(m_fd.get(), rel.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return make_error(ExitCode::error, "{}: {}", describe(rel), errno_message(errno));

@@ -30,6 +30,9 @@ class Staging {
   // Creates `rel` ("a/b/c", validated by the caller) with O_EXCL and exactly `mode`. Safe to
   // call from several threads at once (the parallel unpacker does).
   Result<Fd> create(const std::string& rel, mode_t mode);
+  // Makes `rel` a hard link to `target` (an absolute path); parents as create() makes them.
+  // Thread-safe like create().
+  Status link(const std::string& rel, const fs::path& target);
   // Replaces the content of a file this object created, keeping its mode.
   Status rewrite(const std::string& rel, std::string_view data);
   Result<std::string> read(const std::string& rel) const;

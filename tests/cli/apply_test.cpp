@@ -168,6 +168,33 @@ TEST_F(ApplyCli, TheWholeStory) {
   EXPECT_EQ(json::parse(applied.out)["nothing_to_do"], true);
 }
 
+// A re-apply hard-links the unpacked cache's files into the venv, so the inodes a tree snapshot
+// holds gain and lose links: the snapshot still restores exactly.
+TEST_F(ApplyCli, ATreeSnapshotRestoresOverAReapplyFromTheUnpackedCache) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  CommandResult applied = venvfix(venv, {"apply", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  CommandResult created = venvfix(venv, {"--json", "snapshot", "create"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string id = json::parse(created.out)["id"];
+  const auto healthy = fingerprint(venv);
+
+  auto pip = venvfix::testing::run_command(
+      {(venv / "bin/python").string(), "-m", "pip", "uninstall", "-y", "nvidia-cudnn-cu12"},
+      {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"}}, 120);
+  ASSERT_EQ(pip.exit_code, 0) << pip.err;
+  applied = venvfix(venv, {"--json", "apply", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  json report = json::parse(applied.out);
+  ASSERT_FALSE(report["actions"].empty()) << report.dump(2);
+  for (const json& action : report["actions"]) EXPECT_EQ(action["from_cache"], true);
+
+  CommandResult rolled = venvfix(venv, {"rollback", id});
+  ASSERT_EQ(rolled.exit_code, 0) << rolled.out << rolled.err;
+  auto after = fingerprint(venv);
+  EXPECT_EQ(after, healthy) << ::testing::PrintToString(fingerprint_diff(healthy, after));
+}
+
 TEST_F(ApplyCli, PipTreatsWhatVenvfixInstalledAsItsOwn) {
   fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
   CommandResult applied = venvfix(venv, {"apply", "--yes"});

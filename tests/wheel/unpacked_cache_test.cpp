@@ -91,6 +91,41 @@ TEST_F(WheelUnpackedCache, InstallFromTheCacheStagesWhatTheArchiveStages) {
   expect_same(*plain, *second);
 }
 
+TEST_F(WheelUnpackedCache, LinkModesShareInodesOnlyWhenAskedAndNeverAcrossModes) {
+  UnpackedCache cache(m_dir->path() / "cache");
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  fs::path member = entry->member_path("demo_pkg/__init__.py");
+  fs::path site = m_venv.purelib.lexically_relative(m_venv.root);
+  auto staged_file = [&](int index) {
+    return m_dir->path() / ("staging-" + std::to_string(index)) / site / "demo_pkg/__init__.py";
+  };
+  InstallOptions from;
+  from.from_unpacked = &*entry;
+  ASSERT_TRUE(stage(from));  // staging-1: hard links
+  EXPECT_TRUE(fs::equivalent(staged_file(1), member));
+  from.link_mode = LinkMode::copy;
+  auto copied = stage(from);  // staging-2: copies
+  ASSERT_TRUE(copied);
+  EXPECT_FALSE(fs::equivalent(staged_file(2), member));
+  expect_same(first, *copied);
+  // Another umask means other modes: the shared inode is never chmod'ed, the file is copied.
+  from.link_mode = LinkMode::hardlink;
+  fs::path staging = m_dir->path() / "staging-other-umask";
+  fs::create_directories(staging);
+  InstallOptions other = from;
+  other.umask = 077;
+  auto result = install_wheel(m_wheel, m_venv, staging, other);
+  ASSERT_TRUE(result) << result.error().message;
+  fs::path file = staging / site / "demo_pkg/__init__.py";
+  EXPECT_FALSE(fs::equivalent(file, member));
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(member).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::others_read);
+}
+
 TEST_F(WheelUnpackedCache, ScriptsAreRewrittenForEachInstallNotInTheCache) {
   UnpackedCache cache(m_dir->path() / "cache");
   auto [first, entry] = fill(cache);

@@ -28,6 +28,7 @@
 #include "venvfix/txn/load_check.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/transaction.hpp"
+#include "venvfix/wheel/wheel.hpp"
 
 namespace venvfix::txn {
 
@@ -47,6 +48,7 @@ struct ApplyOptions {
   // Keep unpacked wheels in <download cache>/unpacked and stage from there on the next apply
   // of the same wheel (wheel/unpacked_cache.hpp).
   bool unpacked_cache = true;
+  wheel::LinkMode link_mode = wheel::LinkMode::hardlink;  // --link-mode
 };
 
 struct ActionDone {

@@ -66,6 +66,7 @@ struct StageOptions {
   // a wheel found there is copied out of it without a download; one read from its archive is
   // kept there. Unset: no such cache.
   std::optional<fs::path> unpacked_cache;
+  wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
 };
 
 // Reads (every member checked against the wheel's RECORD, hostile members refused) and

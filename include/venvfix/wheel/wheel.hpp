@@ -90,6 +90,15 @@ Status check_wheel_bytes(const WheelContents& contents, std::span<const std::byt
 
 enum class Requested { no, yes };
 
+// How members come out of the unpacked-wheel cache (uv's --link-mode).
+enum class LinkMode {
+  // A hard link to the cache's file, as uv does by default on Linux: no byte is written, but
+  // the venv shares the inode with the cache (and with other venvs installed the same way).
+  hardlink,
+  // A reflink clone where the filesystem has them, else a copy in the kernel.
+  copy,
+};
+
 // How install_wheel reads the members (docs/wheel.md, "Speed"). Both apply every check.
 enum class Unpack {
   // Several threads at once, straight out of the mapped archive: stored members copied,
@@ -124,6 +133,7 @@ struct InstallOptions {
   // entry of the wheel whose sha256 is `wheel_sha256_hex` (a failure to keep them is logged,
   // never an install error).
   const UnpackedWheel* from_unpacked = nullptr;
+  LinkMode link_mode = LinkMode::hardlink;  // scripts (rewritten in place) are always copied
   const UnpackedCache* keep_unpacked = nullptr;
   std::string wheel_sha256_hex;
 };
