@@ -58,7 +58,7 @@ if sync && { echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; then
   cold_ms=$(elapsed "$t0" "$t1")
   rm -rf "$work/copy"
   # Warm again for the rest, as before.
-  cat $(find "$venv" -type f) > /dev/null
+  find "$venv" -type f -exec cat {} + > /dev/null
 fi
 t0=$(now); cp -al "$venv" "$work/links"; sync -f "$work/links"; t1=$(now)
 links_ms=$(elapsed "$t0" "$t1")

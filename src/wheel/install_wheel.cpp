@@ -392,7 +392,11 @@ class Installer {
     for (std::size_t i = 0; i < m_placements.size(); ++i) {
       const Placement& p = m_placements[i];
       if (!p.install || !p.script) continue;
-      VENVFIX_TRY_ASSIGN(std::string text, m_staging.read(p.rel));
+      // Read through the Result rather than moved out of it: GCC 12 at -O3 warns of a
+      // maybe-uninitialized string in the moved-to copy (a false positive).
+      Result<std::string> read = m_staging.read(p.rel);
+      if (!read) return read.error();
+      const std::string& text = *read;
       if (!text.starts_with("#!python")) continue;
       std::size_t nl = text.find('\n');
       std::string fixed =
