@@ -12,6 +12,11 @@
 
 namespace venvfix {
 
+bool is_inside(const fs::path& path, const fs::path& root) {
+  auto [root_end, ignored] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  return root_end == root.end();
+}
+
 std::string errno_message(int error_number) {
   return std::strerror(error_number);
 }

@@ -59,4 +59,13 @@ std::string printable_excerpt(std::string_view text, std::size_t max_length) {
   return out;
 }
 
+std::string replace_all(std::string text, std::string_view key, std::string_view value) {
+  if (key.empty()) return text;
+  for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
+    text.replace(at, key.size(), value);
+    at += value.size();
+  }
+  return text;
+}
+
 }  // namespace venvfix

@@ -8,31 +8,18 @@
 // What this does not model: the needs of files that are not manifest libraries (a reinstalled
 // torch file loads what it loaded before), and load order between objects (a soname loaded by
 // any object counts as loaded for every other).
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <deque>
 #include <unordered_map>
 
 #include "internal.hpp"
+#include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/verify/torch_preload.hpp"
 
 namespace venvfix::plan::detail {
 
 namespace {
-
-bool is_inside(const fs::path& path, const fs::path& root) {
-  auto [root_end, ignored] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-  return root_end == root.end();
-}
-
-std::string substitute(std::string text, std::string_view key, std::string_view value) {
-  for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {
-    text.replace(at, key.size(), value);
-    at += value.size();
-  }
-  return text;
-}
 
 // The venv as the plan leaves it.
 class After {
@@ -100,33 +87,13 @@ class After {
 // torch/__init__.py's preload over the venv after the plan: soname -> file.
 std::map<std::string, fs::path> preload_after(const Context& context, After& after) {
   std::map<std::string, fs::path> out;
-  const manifest::TorchPreload& preload = context.manifests.torch_preload();
-  const verify::Analysis& analysis = context.analysis;
-  for (const verify::Target& target : analysis.targets) {
-    if (analysis.inventory.distributions[target.dist].normalized_name != "torch") continue;
-    if (target.cuda_major == 0) continue;
-    for (const manifest::PreloadLibrary& library : preload.libraries) {
-      for (const std::string& glob : library.globs) {
-        std::optional<fs::path> hit;
-        for (const fs::path& site : analysis.venv.site_packages) {
-          for (const std::string& pattern : preload.search) {
-            fs::path dir = site / substitute(substitute(pattern, "{folder}", library.folder),
-                                             "{cuda_major}", std::to_string(target.cuda_major));
-            for (const std::string& name : after.listing(dir.lexically_normal())) {
-              if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) {
-                hit = (dir / name).lexically_normal();
-                break;
-              }
-            }
-            if (hit) break;
-          }
-          if (hit) break;
-        }
-        if (!hit) continue;
-        const AddedFile* added = after.added(*hit);
-        out.emplace(added != nullptr ? added->soname : hit->filename().string(), *hit);
-      }
-    }
+  for (const fs::path& file : verify::torch_preloads(
+           context.analysis, context.manifests, [&](const fs::path& dir) -> const auto& {
+             return after.listing(dir.lexically_normal());
+           })) {
+    fs::path hit = file.lexically_normal();
+    const AddedFile* added = after.added(hit);
+    out.emplace(added != nullptr ? added->soname : hit.filename().string(), hit);
   }
   return out;
 }
@@ -221,8 +188,8 @@ std::vector<Failure> simulate(const Context& context, const std::vector<Install>
       for (std::string_view entry : split(*list, ':')) {
         if (entry.empty()) continue;
         std::string expanded_entry =
-            substitute(substitute(std::string(entry), "${ORIGIN}", "$ORIGIN"), "$ORIGIN",
-                       file->path.parent_path().string());
+            replace_all(replace_all(std::string(entry), "${ORIGIN}", "$ORIGIN"), "$ORIGIN",
+                        file->path.parent_path().string());
         dirs.push_back(fs::path(expanded_entry).lexically_normal());
       }
     }

@@ -1,5 +1,3 @@
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -10,23 +8,11 @@
 #include "venvfix/base/strings.hpp"
 #include "venvfix/elf/elf_file.hpp"
 #include "venvfix/pep/version.hpp"
+#include "venvfix/verify/torch_preload.hpp"
 
 namespace venvfix::verify {
 
 namespace {
-
-bool is_inside(const fs::path& path, const fs::path& root) {
-  auto [root_end, path_it] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
-  return root_end == root.end();
-}
-
-std::string substitute(std::string pattern, std::string_view key, std::string_view value) {
-  for (std::size_t at = pattern.find(key); at != std::string::npos; at = pattern.find(key, at)) {
-    pattern.replace(at, key.size(), value);
-    at += value.size();
-  }
-  return pattern;
-}
 
 std::vector<std::string> sorted_listing(const fs::path& dir) {
   std::vector<std::string> names;
@@ -38,40 +24,14 @@ std::vector<std::string> sorted_listing(const fs::path& dir) {
   return names;
 }
 
-// torch/__init__.py's _preload_cuda_deps: each glob of each library folder is searched in every
-// sys.path entry, pattern by pattern; the first match is loaded with RTLD_GLOBAL.
 void compute_preload(Analysis& analysis, const manifest::Manifests& manifests) {
-  const manifest::TorchPreload& preload = manifests.torch_preload();
-  for (const Target& target : analysis.targets) {
-    if (analysis.inventory.distributions[target.dist].normalized_name != "torch") continue;
-    if (target.cuda_major == 0) continue;
-    std::map<fs::path, std::vector<std::string>> listings;
-    for (const manifest::PreloadLibrary& library : preload.libraries) {
-      for (const std::string& glob : library.globs) {
-        std::optional<fs::path> hit;
-        for (const fs::path& site : analysis.venv.site_packages) {
-          for (const std::string& pattern : preload.search) {
-            fs::path dir = site / substitute(substitute(pattern, "{folder}", library.folder),
-                                             "{cuda_major}", std::to_string(target.cuda_major));
-            auto [it, inserted] = listings.try_emplace(dir);
-            if (inserted) it->second = sorted_listing(dir);
-            for (const std::string& name : it->second) {
-              if (::fnmatch(glob.c_str(), name.c_str(), 0) == 0) {
-                hit = dir / name;
-                break;
-              }
-            }
-            if (hit) break;
-          }
-          if (hit) break;
-        }
-        if (hit && std::find(analysis.preloaded.begin(), analysis.preloaded.end(), *hit) ==
-                       analysis.preloaded.end()) {
-          analysis.preloaded.push_back(*hit);
-        }
-      }
-    }
-  }
+  std::map<fs::path, std::vector<std::string>> listings;
+  analysis.preloaded = torch_preloads(
+      analysis, manifests, [&](const fs::path& dir) -> const auto& {
+        auto [it, inserted] = listings.try_emplace(dir);
+        if (inserted) it->second = sorted_listing(dir);
+        return it->second;
+      });
 }
 
 // What a loaded venv object loads with dlopen by bare soname (cuDNN's sub-libraries): the

@@ -276,7 +276,7 @@ class Installer {
   std::optional<Result<std::vector<detail::StreamedMember>>> copy_from_unpacked(
       const UnpackedWheel& entry) {
     std::vector<detail::StreamedMember> streamed(m_contents.members.size());
-    std::vector<std::size_t> todo;
+    std::vector<std::size_t> to_copy;
     for (std::size_t i = 0; i < m_placements.size(); ++i) {
       if (!m_placements[i].install) continue;
       const WheelMember& member = m_contents.members[i];
@@ -290,19 +290,19 @@ class Installer {
         return std::nullopt;
       }
       streamed[i].sha256 = found->second.sha256;
-      todo.push_back(i);
+      to_copy.push_back(i);
     }
     std::atomic<std::size_t> next{0};
     std::mutex mutex;
     std::optional<Error> failure;
     auto work = [&] {
-      for (std::size_t k = next++; k < todo.size(); k = next++) {
-        std::size_t i = todo[k];
+      for (std::size_t k = next++; k < to_copy.size(); k = next++) {
+        std::size_t i = to_copy[k];
         Status copied = copy_member(entry, i);
         if (!copied) {
           std::lock_guard lock(mutex);
           if (!failure) failure = copied.error();
-          next = todo.size();
+          next = to_copy.size();
         }
       }
     };

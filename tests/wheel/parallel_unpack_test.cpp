@@ -16,30 +16,10 @@
 namespace venvfix::wheel {
 namespace {
 
-struct Staged {
-  InstallResult result;
-  std::map<std::string, testing::TreeFile> tree;
-};
+using testing::Staged;
 
-class WheelParallelUnpack : public ::testing::Test {
+class WheelParallelUnpack : public testing::StagingTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-parallel-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(*dir));
-    ASSERT_TRUE(test_support::copy_of_template_venv(m_dir->path() / "venv"));
-    auto venv = env::open_venv_at(m_dir->path() / "venv");
-    ASSERT_TRUE(venv) << venv.error().message;
-    m_venv = *venv;
-  }
-
-  Result<Staged> stage(const fs::path& wheel, const InstallOptions& options) {
-    fs::path staging = m_dir->path() / ("staging-" + std::to_string(m_count++));
-    fs::create_directories(staging);
-    VENVFIX_TRY_ASSIGN(InstallResult result, install_wheel(wheel, m_venv, staging, options));
-    return Staged{std::move(result), testing::tree_of(staging)};
-  }
-
   static InstallOptions parallel(unsigned threads, std::uint64_t max_buffer) {
     InstallOptions options;
     options.unpack = Unpack::parallel;
@@ -131,10 +111,6 @@ class WheelParallelUnpack : public ::testing::Test {
       EXPECT_TRUE(testing::tree_of(m_dir->path()) == before) << message;
     }
   }
-
-  std::optional<TempDir> m_dir;
-  env::Venv m_venv;
-  int m_count = 0;
 };
 
 const std::string k_wheel = "demo_pkg-1.0-py3-none-any.whl";

@@ -14,21 +14,12 @@
 namespace venvfix::wheel {
 namespace {
 
-struct Staged {
-  InstallResult result;
-  std::map<std::string, testing::TreeFile> tree;
-};
+using testing::Staged;
 
-class WheelUnpackedCache : public ::testing::Test {
+class WheelUnpackedCache : public testing::StagingTest {
  protected:
   void SetUp() override {
-    auto dir = TempDir::create("venvfix-unpacked-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(*dir));
-    ASSERT_TRUE(test_support::copy_of_template_venv(m_dir->path() / "venv"));
-    auto venv = env::open_venv_at(m_dir->path() / "venv");
-    ASSERT_TRUE(venv) << venv.error().message;
-    m_venv = *venv;
+    testing::StagingTest::SetUp();
     m_wheel = testing::test_wheels() / "demo_pkg-1.0-py3-none-any.whl";
     auto digest = sha256_file(m_wheel);
     ASSERT_TRUE(digest);
@@ -36,11 +27,8 @@ class WheelUnpackedCache : public ::testing::Test {
   }
 
   Result<Staged> stage(InstallOptions options) {
-    fs::path staging = m_dir->path() / ("staging-" + std::to_string(m_count++));
-    fs::create_directories(staging);
     options.umask = 022;
-    VENVFIX_TRY_ASSIGN(InstallResult result, install_wheel(m_wheel, m_venv, staging, options));
-    return Staged{std::move(result), testing::tree_of(staging)};
+    return testing::StagingTest::stage(m_wheel, options);
   }
 
   static void expect_same(const Staged& a, const Staged& b) {
@@ -64,11 +52,8 @@ class WheelUnpackedCache : public ::testing::Test {
     return {std::move(*first), cache.find(m_sha)};
   }
 
-  std::optional<TempDir> m_dir;
-  env::Venv m_venv;
   fs::path m_wheel;
   std::string m_sha;
-  int m_count = 0;
 };
 
 TEST_F(WheelUnpackedCache, InstallFromTheCacheStagesWhatTheArchiveStages) {

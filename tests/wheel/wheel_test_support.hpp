@@ -13,6 +13,8 @@
 #include "support/paths.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
+#include "venvfix/env/venv.hpp"
+#include "venvfix/wheel/wheel.hpp"
 
 namespace venvfix::wheel::testing {
 
@@ -78,5 +80,37 @@ inline std::string join(const std::vector<std::string>& parts, std::string_view 
   }
   return out;
 }
+
+// What one install_wheel call staged: its result and the tree it wrote.
+struct Staged {
+  InstallResult result;
+  std::map<std::string, TreeFile> tree;
+};
+
+// A temporary directory holding a copy of the template venv; stage() installs a wheel into a
+// new staging directory there ("staging-0", "staging-1", ...).
+class StagingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-staging-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(*dir));
+    ASSERT_TRUE(test_support::copy_of_template_venv(m_dir->path() / "venv"));
+    auto venv = env::open_venv_at(m_dir->path() / "venv");
+    ASSERT_TRUE(venv) << venv.error().message;
+    m_venv = *venv;
+  }
+
+  Result<Staged> stage(const fs::path& wheel, const InstallOptions& options) {
+    fs::path staging = m_dir->path() / ("staging-" + std::to_string(m_count++));
+    fs::create_directories(staging);
+    VENVFIX_TRY_ASSIGN(InstallResult result, install_wheel(wheel, m_venv, staging, options));
+    return Staged{std::move(result), tree_of(staging)};
+  }
+
+  std::optional<TempDir> m_dir;
+  env::Venv m_venv;
+  int m_count = 0;
+};
 
 }  // namespace venvfix::wheel::testing

@@ -112,6 +112,10 @@ class TempDir {
   fs::path m_path;
 };
 
+// True when `path` is `root` or lies under it, compared component by component without touching
+// the filesystem (both should be lexically normal).
+bool is_inside(const fs::path& path, const fs::path& root);
+
 // strerror(errno) as a string; for messages.
 std::string errno_message(int error_number);
 

@@ -12,6 +12,8 @@ std::string_view trim(std::string_view text);
 std::vector<std::string_view> split(std::string_view text, char separator);
 std::string to_lower_ascii(std::string_view text);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// `text` with every occurrence of `key` replaced by `value` (left to right, not rescanned).
+std::string replace_all(std::string text, std::string_view key, std::string_view value);
 bool is_ascii_space(char c);
 // For messages: cuts long or binary text to something printable.
 std::string printable_excerpt(std::string_view text, std::size_t max_length = 80);
