@@ -322,10 +322,7 @@ class Installer {
     fs::path from = entry.member_path(member.name);
     VENVFIX_TRY_ASSIGN(Fd in, open_file(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
-    if (::fstat(in.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_ino) != cached.inode ||
-        static_cast<std::uint64_t>(st.st_size) != cached.size ||
-        file_identity_from(st).mtime_ns != cached.mtime_ns) {
+    if (::fstat(in.get(), &st) != 0 || !cached.unchanged(file_identity_from(st))) {
       return make_error(ExitCode::error,
                         "{} changed while it was copied out of the unpacked-wheel cache; run "
                         "the command again",

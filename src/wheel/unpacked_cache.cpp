@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
@@ -25,17 +24,11 @@ bool is_sha256_hex(std::string_view text) {
   return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
 }
 
-struct Identity {
-  std::uint64_t inode = 0;
-  std::uint64_t size = 0;
-  std::int64_t mtime_ns = 0;
-};
-
-std::optional<Identity> identity_of(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  FileIdentity id = file_identity_from(st);
-  return Identity{id.inode, id.size, id.mtime_ns};
+// The identity of a regular file (lstat: a symlink is not one); nullopt for anything else.
+std::optional<FileIdentity> regular_file_identity(const fs::path& path) {
+  auto id = file_identity(path);
+  if (!id || !S_ISREG(id->mode)) return std::nullopt;
+  return *id;
 }
 
 template <typename Number>
@@ -49,46 +42,57 @@ void remove_quietly(const fs::path& path) {
   fs::remove_all(path, ignored);
 }
 
-// Parses an index; nullopt when it is not one this version wrote.
-std::optional<std::pair<Identity, std::map<std::string, UnpackedMember, std::less<>>>> parse_index(
-    std::string_view text) {
-  std::vector<std::string_view> lines = split(text, '\n');
-  if (lines.empty() || !lines.back().empty()) return std::nullopt;  // ends with a newline
-  lines.pop_back();
-  if (lines.empty()) return std::nullopt;
-  Identity wheel;
-  std::map<std::string, UnpackedMember, std::less<>> members;
-  {
-    std::istringstream header{std::string(lines[0])};
-    std::string tag;
-    if (!(header >> tag >> wheel.inode >> wheel.size >> wheel.mtime_ns) || tag != k_header) {
-      return std::nullopt;
-    }
+// "<f1> <f2> ... <f(count)> <rest>": the first `count` space-separated fields, then the rest
+// (which may hold spaces); nullopt when a field or the rest is missing.
+std::optional<std::vector<std::string_view>> fields_of(std::string_view line, int count) {
+  std::vector<std::string_view> fields;
+  for (int f = 0; f < count; ++f) {
+    std::size_t space = line.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    fields.push_back(line.substr(0, space));
+    line.remove_prefix(space + 1);
   }
+  if (line.empty()) return std::nullopt;
+  fields.push_back(line);
+  return fields;
+}
+
+// Parses an index; nullopt when it is not one this version wrote. The first line holds the
+// wheel blob's identity (as an UnpackedMember without a hash), the others one member each.
+std::optional<std::pair<UnpackedMember, std::map<std::string, UnpackedMember, std::less<>>>>
+parse_index(std::string_view text) {
+  std::vector<std::string_view> lines = split(text, '\n');
+  if (lines.size() < 2 || !lines.back().empty()) return std::nullopt;  // ends with a newline
+  lines.pop_back();
+  // "venvfix-unpacked/1 <inode> <size> <mtime ns>"
+  auto header = fields_of(lines[0], 3);
+  UnpackedMember wheel;
+  if (!header || (*header)[0] != k_header || !parse_number((*header)[1], wheel.inode) ||
+      !parse_number((*header)[2], wheel.size) || !parse_number((*header)[3], wheel.mtime_ns)) {
+    return std::nullopt;
+  }
+  std::map<std::string, UnpackedMember, std::less<>> members;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     // "<sha256 hex> <size> <inode> <mtime ns> <name>": the name last, it may hold spaces.
-    std::string_view line = lines[i];
-    std::vector<std::string_view> fields;
-    for (int f = 0; f < 4; ++f) {
-      std::size_t space = line.find(' ');
-      if (space == std::string_view::npos) return std::nullopt;
-      fields.push_back(line.substr(0, space));
-      line.remove_prefix(space + 1);
-    }
-    if (line.empty()) return std::nullopt;
+    auto fields = fields_of(lines[i], 4);
+    if (!fields) return std::nullopt;
     UnpackedMember member;
-    auto digest = sha256_from_hex(fields[0]);
-    if (!digest || !parse_number(fields[1], member.size) ||
-        !parse_number(fields[2], member.inode) || !parse_number(fields[3], member.mtime_ns)) {
+    auto digest = sha256_from_hex((*fields)[0]);
+    if (!digest || !parse_number((*fields)[1], member.size) ||
+        !parse_number((*fields)[2], member.inode) || !parse_number((*fields)[3], member.mtime_ns)) {
       return std::nullopt;
     }
     member.sha256 = *digest;
-    members.emplace(std::string(line), member);
+    members.emplace(std::string((*fields)[4]), member);
   }
   return std::make_pair(wheel, std::move(members));
 }
 
 }  // namespace
+
+bool UnpackedMember::unchanged(const FileIdentity& now) const {
+  return S_ISREG(now.mode) && now.inode == inode && now.size == size && now.mtime_ns == mtime_ns;
+}
 
 std::optional<UnpackedWheel> UnpackedCache::find(std::string_view wheel_sha256_hex) const {
   if (!is_sha256_hex(wheel_sha256_hex)) return std::nullopt;
@@ -103,19 +107,13 @@ std::optional<UnpackedWheel> UnpackedCache::find(std::string_view wheel_sha256_h
   };
   if (!parsed) return damaged("unreadable index");
   auto& [wheel, members] = *parsed;
-  auto blob = identity_of(dir / "wheel.whl");
-  if (!blob || blob->inode != wheel.inode || blob->size != wheel.size ||
-      blob->mtime_ns != wheel.mtime_ns) {
-    return damaged("wheel.whl changed");
-  }
+  auto blob = file_identity(dir / "wheel.whl");
+  if (!blob || !wheel.unchanged(*blob)) return damaged("wheel.whl changed");
   UnpackedWheel entry;
   entry.dir = dir;
   for (const auto& [name, member] : members) {
-    auto now = identity_of(entry.member_path(name));
-    if (!now || now->inode != member.inode || now->size != member.size ||
-        now->mtime_ns != member.mtime_ns) {
-      return damaged(name + " changed");
-    }
+    auto now = file_identity(entry.member_path(name));
+    if (!now || !member.unchanged(*now)) return damaged(name + " changed");
   }
   entry.members = std::move(members);
   return entry;
@@ -147,12 +145,14 @@ Status UnpackedCache::add(std::string_view wheel_sha256_hex, const fs::path& whe
     return fail(make_error(ExitCode::error, "cannot link {} into {}: {}", wheel_file.string(),
                            tmp.string(), errno_message(errno)));
   }
-  auto blob = identity_of(tmp / "wheel.whl");
+  auto blob = regular_file_identity(tmp / "wheel.whl");
   if (!blob) return fail(make_error(ExitCode::error, "{}: not a file", wheel_file.string()));
   index += fmt::format("{} {} {} {}\n", k_header, blob->inode, blob->size, blob->mtime_ns);
   for (const MemberToKeep& member : members) {
     if (member.name.find('\n') != std::string::npos) {
-      return fail(make_error(ExitCode::error, "member name with a newline: not cached"));
+      return fail(make_error(ExitCode::error,
+                             "{}: member {:?} has a newline in its name; not cached",
+                             wheel_file.string(), member.name));
     }
     fs::path to = tmp / "m" / member.name;
     fs::create_directories(to.parent_path(), error);
@@ -167,7 +167,7 @@ Status UnpackedCache::add(std::string_view wheel_sha256_hex, const fs::path& whe
       return fail(make_error(ExitCode::error, "cannot link {} to {}: {}", member.written.string(),
                              to.string(), errno_message(errno)));
     }
-    auto id = identity_of(to);
+    auto id = regular_file_identity(to);
     if (!id || id->size != member.size) {
       return fail(
           make_error(ExitCode::error, "{} is not the member's {} bytes", to.string(), member.size));

@@ -37,6 +37,10 @@ struct UnpackedMember {
   Sha256Digest sha256{};
   std::uint64_t inode = 0;
   std::int64_t mtime_ns = 0;
+
+  // True when `now` (the cached file's identity) is still what the index recorded: a regular
+  // file with the same inode, size and mtime.
+  bool unchanged(const FileIdentity& now) const;
 };
 
 // A complete entry whose files all had their recorded identity when it was found.
