@@ -10,7 +10,7 @@ packages=(
   libbenchmark-dev
   clang clang-format
   python3 python3-venv python3-pip
-  patchelf libarchive-tools openssl curl unzip zip
+  patchelf libarchive-tools openssl curl unzip zip ccache
 )
 
 missing=()

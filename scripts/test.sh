@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 build_dir=${VENVFIX_TEST_BUILD_DIR:-build/asan}
+# ccache (when CMake finds it) shares objects between checkouts at different paths.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 # -O1 with line tables: what the sanitizers recommend, and half the compile time of -O2 -g on
 # the 2-core CI machine.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
