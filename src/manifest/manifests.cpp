@@ -182,6 +182,76 @@ Status load_nvidia(const json& document, std::string_view name,
   return ok();
 }
 
+// A way is "all" (the whole table) or an array of library folders.
+Result<PreloadWay> read_preload_way(const json& node, const std::string& where) {
+  PreloadWay way;
+  if (node.is_string() && node.get<std::string>() == "all") {
+    way.whole_table = true;
+    return way;
+  }
+  bool folders = node.is_array() && std::all_of(node.begin(), node.end(),
+                                                [](const json& item) { return item.is_string(); });
+  if (!folders) {
+    return Error{ExitCode::error,
+                 fmt::format("{}: a way must be \"all\" or an array of library folders", where)};
+  }
+  for (const json& item : node) way.folders.push_back(item.get<std::string>());
+  return way;
+}
+
+Result<PreloadRule> read_preload_rule(const Reader& r) {
+  PreloadRule rule;
+  VENVFIX_TRY_ASSIGN(rule.torch, r.string("torch"));
+  auto versions = pep::SpecifierSet::parse(rule.torch);
+  if (!versions) {
+    return r.fail("'torch' is not a valid specifier set: {}", versions.error().message);
+  }
+  rule.versions = std::move(versions).value();
+  VENVFIX_TRY_ASSIGN(rule.source, r.string("source"));
+  VENVFIX_TRY_ASSIGN(rule.exclude, r.strings("exclude"));
+  VENVFIX_TRY_ASSIGN(const json* ways, r.array("on_success"));
+  if (ways->empty()) return r.fail("'on_success' must name at least one way");
+  for (std::size_t i = 0; i < ways->size(); ++i) {
+    VENVFIX_TRY_ASSIGN(PreloadWay way, read_preload_way((*ways)[i], fmt::format("{} on_success[{}]",
+                                                                                r.where(), i)));
+    rule.on_success.push_back(std::move(way));
+  }
+  return rule;
+}
+
+Result<std::vector<PreloadRule>> parse_preload_rules(const Reader& preload) {
+  std::vector<PreloadRule> rules;
+  VENVFIX_TRY_ASSIGN(const json* nodes, preload.array("rules"));
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    const json& node = (*nodes)[i];
+    Reader r(node, fmt::format("torch.json: preload.rules[{}]", i));
+    if (!node.is_object()) return r.fail("must be an object");
+    VENVFIX_TRY_ASSIGN(PreloadRule rule, read_preload_rule(r));
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+// What each listed build preloads after a successful load, where recorded.
+Result<std::vector<TorchBuild>> parse_torch_builds(const json& torch) {
+  std::vector<TorchBuild> builds;
+  VENVFIX_TRY_ASSIGN(const json* nodes, Reader(torch, "torch.json").array("builds", false));
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    const json& node = (*nodes)[i];
+    Reader r(node, fmt::format("torch.json: builds[{}]", i));
+    if (!node.is_object()) return r.fail("must be an object");
+    TorchBuild build;
+    VENVFIX_TRY_ASSIGN(build.version, r.string("version"));
+    VENVFIX_TRY_ASSIGN(build.exclude, r.strings("preload_exclude"));
+    if (auto way = node.find("preload_on_success"); way != node.end()) {
+      VENVFIX_TRY_ASSIGN(build.on_success,
+                         read_preload_way(*way, r.where() + " preload_on_success"));
+    }
+    builds.push_back(std::move(build));
+  }
+  return builds;
+}
+
 Result<Provider> parse_provider(const Reader& r) {
   VENVFIX_TRY_ASSIGN(std::string provider, r.string("provider"));
   if (provider == "system") return Provider::system;
@@ -194,6 +264,20 @@ Result<Provider> parse_provider(const Reader& r) {
 const Library* Release::find_library(std::string_view soname) const {
   for (const Library& library : libraries) {
     if (library.soname == soname) return &library;
+  }
+  return nullptr;
+}
+
+const TorchBuild* TorchPreload::find_build(std::string_view version) const {
+  for (const TorchBuild& build : builds) {
+    if (build.version == version) return &build;
+  }
+  return nullptr;
+}
+
+const PreloadRule* TorchPreload::rule_for(const pep::Version& torch_version) const {
+  for (const PreloadRule& rule : rules) {
+    if (rule.versions.contains(torch_version, pep::PreReleases::allow)) return &rule;
   }
   return nullptr;
 }
@@ -260,6 +344,8 @@ Result<Manifests> Manifests::from_text(std::string_view nvidia_json, std::string
     library.required = node.value("required", true);
     manifests.m_torch_preload.libraries.push_back(std::move(library));
   }
+  VENVFIX_TRY_ASSIGN(manifests.m_torch_preload.rules, parse_preload_rules(pr));
+  VENVFIX_TRY_ASSIGN(manifests.m_torch_preload.builds, parse_torch_builds(torch));
   return manifests;
 }
 

@@ -49,16 +49,19 @@ nlohmann::json to_json(const Finding& finding) {
   put("mismatched", finding.mismatched);
   put("dists", finding.dists);
   put("soname", finding.soname);
+  put("sonames", finding.sonames);
   put("needed_by", finding.needed_by);
   put("resolved_to", finding.resolved_to);
   put("requirement", finding.requirement);
   put("required_by", finding.required_by);
   put("required_by_installed", finding.required_by_installed);
   put("note", finding.note);
+  put("fails_when", finding.fails_when);
   if (finding.kind == FindingKind::cuda_mix) {
     out["cuda_major"] = finding.cuda_major;
     out["target_cuda_major"] = finding.target_cuda_major;
     out["conflicts"] = finding.conflicts;
+    out["breaks"] = finding.breaks;
   }
   return out;
 }

@@ -72,6 +72,30 @@ std::vector<std::string> required_by(const Analysis& analysis, const std::string
   return out;
 }
 
+// "; removing it with pip would delete nvidia/cudnn/lib/libcudnn.so.9, which torch needs;
+// nvidia-cudnn-cu12 lists it too"
+std::string breakage_text(const Analysis& analysis, std::size_t removed_dist,
+                          const Breakage& breakage) {
+  if (!breakage.first_file) return {};
+  std::vector<std::string> co_owners;
+  for (std::size_t owner : analysis.inventory.owners_of(*breakage.first_file)) {
+    if (owner != removed_dist) {
+      co_owners.push_back(analysis.inventory.distributions[owner].normalized_name);
+    }
+  }
+  std::string more = breakage.sonames.size() > 1
+                         ? fmt::format(" (and {} more of its sonames)", breakage.sonames.size() - 1)
+                         : std::string();
+  std::string text =
+      fmt::format("; removing it with pip would delete {}{}, which {} needs",
+                  analysis.display_path(*breakage.first_file), more, analysis.target_names());
+  if (!co_owners.empty()) {
+    text +=
+        fmt::format("; {} list{} it too", join(co_owners, ", "), co_owners.size() == 1 ? "s" : "");
+  }
+  return text;
+}
+
 void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
   const auto& distributions = analysis.inventory.distributions;
   for (const Target& target : analysis.targets) {
@@ -114,6 +138,8 @@ void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
       finding.target_cuda_major = target.cuda_major;
       finding.dists.assign(victims.begin(), victims.end());
       finding.required_by_installed = required_by(analysis, dist.normalized_name);
+      Breakage breakage = removal_breaks(analysis, i);
+      finding.breaks = breakage.sonames;
       const dist::Distribution& target_dist = distributions[target.dist];
       finding.message = fmt::format("{} is a CUDA {} distribution beside {} (built for CUDA {})",
                                     dist_label(dist), known->cuda_major, dist_label(target_dist),
@@ -122,9 +148,11 @@ void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
         finding.message +=
             fmt::format(", and it shares or overwrote files of {}", join(finding.dists, ", "));
       }
+      finding.message += breakage_text(analysis, i, breakage);
       if (!finding.required_by_installed.empty()) {
         finding.message +=
-            fmt::format("; removing it would break {}", join(finding.required_by_installed, ", "));
+            fmt::format("; {} require{} it", join(finding.required_by_installed, ", "),
+                        finding.required_by_installed.size() == 1 ? "s" : "");
       }
       analysis.findings.push_back(std::move(finding));
     }
@@ -153,6 +181,40 @@ void check_orphans(Analysis& analysis) {
 }
 
 }  // namespace
+
+Breakage removal_breaks(const Analysis& analysis, std::size_t removed_dist) {
+  const dist::Distribution& dist = analysis.inventory.distributions[removed_dist];
+  std::set<fs::path> removed;
+  for (const dist::RecordEntry& entry : dist.record) {
+    removed.insert((dist.site_packages / entry.path).lexically_normal());
+  }
+  auto survives = [&](const fs::path& path) {
+    std::error_code error;
+    return removed.count(path) == 0 && fs::exists(path, error);
+  };
+  std::set<std::string> sonames;
+  Breakage out;
+  for (const SonameUse& use : analysis.uses) {
+    if (!use.resolution.resolved() || removed.count(use.consumer)) continue;
+    fs::path path = use.resolution.path->lexically_normal();
+    if (!removed.count(path) || sonames.count(use.soname)) continue;
+    bool replaced = std::any_of(analysis.preloaded.begin(), analysis.preloaded.end(),
+                                [&](const fs::path& preloaded) {
+                                  fs::path normal = preloaded.lexically_normal();
+                                  return normal.filename() == use.soname && survives(normal);
+                                });
+    for (const fs::path& dir : use.resolution.searched) {
+      fs::path candidate = (dir / use.soname).lexically_normal();
+      if (replaced || !is_inside(candidate, analysis.venv.root)) continue;
+      replaced = survives(candidate);
+    }
+    if (replaced) continue;
+    sonames.insert(use.soname);
+    if (!out.first_file) out.first_file = path;
+  }
+  out.sonames.assign(sonames.begin(), sonames.end());
+  return out;
+}
 
 void check_layout(Analysis& analysis, const manifest::Manifests& manifests) {
   check_split_site_packages(analysis, manifests);

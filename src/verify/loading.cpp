@@ -24,16 +24,6 @@ std::vector<std::string> sorted_listing(const fs::path& dir) {
   return names;
 }
 
-void compute_preload(Analysis& analysis, const manifest::Manifests& manifests) {
-  std::map<fs::path, std::vector<std::string>> listings;
-  analysis.preloaded = torch_preloads(
-      analysis, manifests, [&](const fs::path& dir) -> const auto& {
-        auto [it, inserted] = listings.try_emplace(dir);
-        if (inserted) it->second = sorted_listing(dir);
-        return it->second;
-      });
-}
-
 // What a loaded venv object loads with dlopen by bare soname (cuDNN's sub-libraries): the
 // manifest release matching the installed version of the distribution whose RECORD owns it.
 // The set changes with the version (cuDNN 9.21 added libcudnn_engines_tensor_ir.so.9).
@@ -60,43 +50,6 @@ std::optional<fs::path> venv_executable(const env::Venv& venv) {
   return std::nullopt;
 }
 
-void collect_uses(Analysis& analysis, const manifest::Manifests& manifests,
-                  const elf::SystemView& system) {
-  auto source = std::make_shared<elf::ElfSource>();
-  elf::Resolver resolver(system, source, venv_executable(analysis.venv));
-  std::set<std::pair<std::string, std::string>> seen;  // (consumer, soname)
-
-  auto add_use = [&](const fs::path& consumer, const elf::Resolution& resolution, bool dlopen) {
-    fs::path normal = consumer.lexically_normal();
-    if (!is_inside(normal, analysis.venv.root)) return;  // the system's own needs are not ours
-    if (!seen.insert({normal.string(), resolution.soname}).second) return;
-    analysis.uses.push_back({resolution.soname, normal, dlopen, resolution});
-  };
-
-  for (const Target& target : analysis.targets) {
-    for (const fs::path& root : target.elf_objects) {
-      auto graph = resolver.load(root, analysis.preloaded);
-      if (!graph) {
-        spdlog::warn("cannot follow the libraries of {}: {}", root.string(), graph.error().message);
-        continue;
-      }
-      for (std::size_t i = 0; i < graph->objects.size(); ++i) {
-        const elf::LoadedObject& object = graph->objects[i];
-        if (object.reason == elf::LoadReason::main_program ||
-            object.reason == elf::LoadReason::interpreter) {
-          continue;
-        }
-        for (const elf::Resolution& need : object.needs) add_use(object.path, need, false);
-        if (object.info == nullptr || object.info->soname.empty()) continue;
-        for (const std::string& soname :
-             dlopens_of(analysis, manifests, object.path, object.info->soname)) {
-          add_use(object.path, resolver.resolve_dlopen(*graph, i, soname), true);
-        }
-      }
-    }
-  }
-}
-
 // A soname that a venv distribution should provide: one a RECORD lists (a ghost owner
 // included), or one the manifests say a wheel of a target's CUDA major ships.
 bool venv_should_provide(const Analysis& analysis, const manifest::Manifests& manifests,
@@ -107,57 +60,249 @@ bool venv_should_provide(const Analysis& analysis, const manifest::Manifests& ma
   });
 }
 
-struct SonameGroup {
-  std::set<std::string> needed_by;
-  std::set<std::string> resolved_to;
+// One way torch may load its libraries: what is opened (ctypes.CDLL, in order) before the
+// first object of torch._C.
+struct LoadWay {
+  std::string label;  // empty for a target whose loading holds no assumption
+  std::vector<fs::path> opened_first;
 };
 
-}  // namespace
+struct Observation {
+  bool fails = false;
+  elf::Resolution resolution;
+};
 
-void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
-                   const elf::SystemView& system) {
-  compute_preload(analysis, manifests);
-  collect_uses(analysis, manifests, system);
+// One (consumer, soname) pair across the ways: what each way saw of it.
+struct UseRecord {
+  fs::path consumer;
+  bool dlopen = false;
+  std::map<std::size_t, Observation> by_way;  // way index -> the worst answer of any root
+};
 
-  std::set<std::string> record_sonames;
-  for (const dist::Distribution& dist : analysis.inventory.distributions) {
-    for (const dist::RecordEntry& entry : dist.record) {
-      if (looks_like_shared_object(entry.path)) {
-        record_sonames.insert(fs::path(entry.path).filename().string());
+class UseCollector {
+ public:
+  UseCollector(Analysis& analysis, const manifest::Manifests& manifests,
+               const elf::SystemView& system)
+      : m_analysis(analysis),
+        m_manifests(manifests),
+        m_resolver(system, std::make_shared<elf::ElfSource>(), venv_executable(analysis.venv)) {
+    for (const dist::Distribution& dist : analysis.inventory.distributions) {
+      for (const dist::RecordEntry& entry : dist.record) {
+        if (looks_like_shared_object(entry.path)) {
+          m_record_sonames.insert(fs::path(entry.path).filename().string());
+        }
       }
     }
   }
 
-  std::set<fs::path> loaded;
-  for (const Target& target : analysis.targets) {
-    loaded.insert(target.elf_objects.begin(), target.elf_objects.end());
-  }
-  for (const fs::path& path : analysis.preloaded) loaded.insert(path.lexically_normal());
+  const std::set<std::string>& record_sonames() const { return m_record_sonames; }
 
-  std::map<std::string, SonameGroup> unresolved;
-  std::map<std::string, SonameGroup> escaped;
-  for (const SonameUse& use : analysis.uses) {
-    std::string consumer = analysis.display_path(use.consumer);
-    if (use.dlopen) consumer += " (dlopen)";
-    if (!use.resolution.resolved()) {
-      unresolved[use.soname].needed_by.insert(consumer);
-      continue;
+  void collect_target(const Target& target) {
+    for (const LoadWay& way : ways_for(target)) {
+      std::size_t index = m_way_labels.size();
+      m_way_labels.push_back(way.label);
+      for (const fs::path& file : way.opened_first) m_opened.insert(file.lexically_normal());
+      collect_way(target, way, index);
     }
-    fs::path path = use.resolution.path->lexically_normal();
-    if (is_inside(path, analysis.venv.root)) {
-      loaded.insert(path);
-      for (std::size_t owner : analysis.inventory.owners_of(path)) analysis.needed[owner] = true;
-      continue;
-    }
-    if (manifests.system_provider(use.soname)) continue;
-    if (!venv_should_provide(analysis, manifests, record_sonames, use.soname)) continue;
-    SonameGroup& group = escaped[use.soname];
-    group.needed_by.insert(consumer);
-    group.resolved_to.insert(path.string());
   }
 
-  // A distribution whose RECORD owns a soname the targets need is needed, even when its file
-  // is gone (the ghost case).
+  // The uses, one per (consumer, soname), each with the resolution of a way where it loads.
+  std::vector<SonameUse> uses() const;
+  const std::set<fs::path>& opened() const { return m_opened; }
+
+ private:
+  std::vector<LoadWay> ways_for(const Target& target);
+  bool loads_cleanly(const fs::path& root);
+  void collect_way(const Target& target, const LoadWay& way, std::size_t index);
+  void collect_graph(elf::LoadGraph& graph, std::size_t way, std::set<fs::path>& reached);
+  void observe(const fs::path& consumer, const elf::Resolution& resolution, bool dlopen,
+               std::size_t way);
+  bool fails(const elf::Resolution& resolution) const;
+
+  Analysis& m_analysis;
+  const manifest::Manifests& m_manifests;
+  elf::Resolver m_resolver;
+  std::set<std::string> m_record_sonames;
+  std::map<fs::path, std::vector<std::string>> m_listings;
+  std::vector<std::string> m_way_labels;
+  std::map<std::pair<std::string, std::string>, UseRecord> m_records;
+  std::set<fs::path> m_opened;
+};
+
+// A Python extension module, which the interpreter opens by path itself; other libraries are
+// reached as their dependencies (and may rely on an RPATH inherited from them).
+bool is_extension_module(const fs::path& path) {
+  std::string name = path.filename().string();
+  if (!name.ends_with(".so")) return false;
+  return name.find(".cpython-") != std::string::npos || name.ends_with(".abi3.so") ||
+         !name.starts_with("lib");
+}
+
+bool UseCollector::loads_cleanly(const fs::path& root) {
+  auto graph = m_resolver.load(root);
+  if (!graph) return false;
+  for (const auto& [object, need] : graph->unresolved()) {
+    if (m_manifests.system_provider(need->soname) != manifest::Provider::driver) return false;
+  }
+  return true;
+}
+
+std::vector<LoadWay> UseCollector::ways_for(const Target& target) {
+  DirectoryListing listing = [&](const fs::path& dir) -> const std::vector<std::string>& {
+    auto [it, inserted] = m_listings.try_emplace(dir);
+    if (inserted) it->second = sorted_listing(dir);
+    return it->second;
+  };
+  const dist::Distribution& dist = m_analysis.inventory.distributions[target.dist];
+  if (dist.normalized_name != "torch" || target.cuda_major == 0) return {LoadWay{}};
+  std::optional<fs::path> global_deps;
+  for (const fs::path& object : target.elf_objects) {
+    if (object.filename() == "libtorch_global_deps.so") global_deps = object;
+  }
+  PreloadChoice choice = preload_choice(m_analysis, target, m_manifests);
+  manifest::PreloadWay whole;
+  whole.whole_table = true;
+  if (global_deps && !loads_cleanly(*global_deps)) {
+    // torch preloads its whole table on OSError, then opens libtorch_global_deps.so again.
+    LoadWay way{
+        "libtorch_global_deps.so fails to load, so torch preloads its whole table",
+        torch_preload_files(m_analysis, target, m_manifests, listing, whole, choice.exclude)};
+    way.opened_first.push_back(*global_deps);
+    return {way};
+  }
+  const std::vector<manifest::PreloadWay>& on_success = choice.on_success;
+  std::vector<LoadWay> ways;
+  std::vector<std::string> labels;
+  for (const manifest::PreloadWay& candidate : on_success) {
+    LoadWay way;
+    way.label = fmt::format("torch preloads {} after import", describe(candidate));
+    if (global_deps) way.opened_first.push_back(*global_deps);
+    for (fs::path& file :
+         torch_preload_files(m_analysis, target, m_manifests, listing, candidate, choice.exclude)) {
+      way.opened_first.push_back(std::move(file));
+    }
+    labels.push_back(way.label);
+    auto same = std::find_if(ways.begin(), ways.end(), [&](const LoadWay& other) {
+      return other.opened_first == way.opened_first;
+    });
+    if (same == ways.end()) ways.push_back(std::move(way));
+  }
+  if (on_success.size() > 1) {
+    m_analysis.assumptions.push_back(fmt::format(
+        "{}: {}, which does not establish what it preloads after libtorch_global_deps.so "
+        "loads, so every way was resolved ({}); a soname counts as unresolved only when it "
+        "fails on all of them, and `venvfix doctor --probe` shows what really loads",
+        dist_label(dist), choice.basis, join(labels, "; ")));
+  }
+  if (ways.size() == 1 && on_success.size() == 1) ways.front().label.clear();
+  return ways;
+}
+
+void UseCollector::collect_way(const Target& target, const LoadWay& way, std::size_t index) {
+  std::set<fs::path> reached;
+  auto load_root = [&](const fs::path& root) {
+    auto graph = m_resolver.load(root, way.opened_first);
+    if (!graph) {
+      spdlog::warn("cannot follow the libraries of {}: {}", root.string(), graph.error().message);
+      return;
+    }
+    collect_graph(*graph, index, reached);
+  };
+  // What Python opens itself comes first; a library that none of those reaches is judged as
+  // its own root (something may open it by path).
+  for (const fs::path& root : target.elf_objects) {
+    if (is_extension_module(root)) load_root(root);
+  }
+  for (const fs::path& root : target.elf_objects) {
+    if (!is_extension_module(root) && reached.count(root.lexically_normal()) == 0) load_root(root);
+  }
+}
+
+void UseCollector::collect_graph(elf::LoadGraph& graph, std::size_t way,
+                                 std::set<fs::path>& reached) {
+  // dlopen'ed objects join the graph, so the loop also walks their own needs.
+  for (std::size_t i = 0; i < graph.objects.size(); ++i) {
+    const elf::LoadedObject& object = graph.objects[i];
+    if (object.reason == elf::LoadReason::main_program ||
+        object.reason == elf::LoadReason::interpreter) {
+      continue;
+    }
+    fs::path path = object.path.lexically_normal();
+    reached.insert(path);
+    for (const elf::Resolution& need : object.needs) observe(path, need, false, way);
+    if (object.info == nullptr || object.info->soname.empty()) continue;
+    std::vector<std::string> dlopens =
+        dlopens_of(m_analysis, m_manifests, path, graph.objects[i].info->soname);
+    for (const std::string& soname : dlopens) {
+      observe(path, m_resolver.resolve_dlopen(graph, i, soname), true, way);
+    }
+  }
+}
+
+bool UseCollector::fails(const elf::Resolution& resolution) const {
+  if (!resolution.resolved()) return true;
+  fs::path path = resolution.path->lexically_normal();
+  if (is_inside(path, m_analysis.venv.root)) return false;
+  if (m_manifests.system_provider(resolution.soname)) return false;
+  return venv_should_provide(m_analysis, m_manifests, m_record_sonames, resolution.soname);
+}
+
+void UseCollector::observe(const fs::path& consumer, const elf::Resolution& resolution, bool dlopen,
+                           std::size_t way) {
+  if (!is_inside(consumer, m_analysis.venv.root)) return;  // the system's own needs are not ours
+  UseRecord& record = m_records[{consumer.string(), resolution.soname}];
+  record.consumer = consumer;
+  record.dlopen = record.dlopen || dlopen;
+  bool failed = fails(resolution);
+  auto [it, fresh] = record.by_way.try_emplace(way, Observation{failed, resolution});
+  // Within one way, every root counts: the worst answer wins (unresolved over escaped).
+  if (!fresh && failed && (!it->second.fails || !resolution.resolved())) {
+    it->second = Observation{failed, resolution};
+  }
+}
+
+std::vector<SonameUse> UseCollector::uses() const {
+  std::vector<SonameUse> out;
+  for (const auto& [key, record] : m_records) {
+    const Observation* loads = nullptr;
+    const Observation* fails_first = nullptr;
+    std::vector<std::string> failing;
+    for (const auto& [way, observation] : record.by_way) {
+      if (!observation.fails) {
+        if (loads == nullptr) loads = &observation;
+        continue;
+      }
+      failing.push_back(m_way_labels[way]);
+      bool worse = fails_first == nullptr ||
+                   (fails_first->resolution.resolved() && !observation.resolution.resolved());
+      if (worse) fails_first = &observation;
+    }
+    SonameUse use;
+    use.soname = key.second;
+    use.consumer = record.consumer;
+    use.dlopen = record.dlopen;
+    use.resolution = (loads != nullptr ? loads : fails_first)->resolution;
+    if (loads != nullptr) use.fails_when = std::move(failing);
+    out.push_back(std::move(use));
+  }
+  return out;
+}
+
+struct SonameGroup {
+  std::set<std::string> needed_by;
+  std::set<std::string> resolved_to;
+  std::set<std::string> ways;  // on_some_ways: the ways on which it fails
+};
+
+std::string consumers_text(const std::vector<std::string>& needed_by) {
+  return needed_by.size() > 1
+             ? fmt::format("{} and {} more", needed_by.front(), needed_by.size() - 1)
+             : needed_by.front();
+}
+
+// A distribution whose RECORD owns a soname the targets need is needed, even when its file is
+// gone (the ghost case).
+void mark_record_owners_needed(Analysis& analysis) {
   std::set<std::string> needed_sonames;
   for (const SonameUse& use : analysis.uses) needed_sonames.insert(use.soname);
   const auto& distributions = analysis.inventory.distributions;
@@ -169,7 +314,10 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
       }
     }
   }
+}
 
+void report_unresolved(Analysis& analysis, const manifest::Manifests& manifests,
+                       std::map<std::string, SonameGroup>& unresolved) {
   for (auto& [soname, group] : unresolved) {
     Finding finding;
     finding.kind = FindingKind::unresolved_soname;
@@ -177,19 +325,15 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
     finding.needed_by.assign(group.needed_by.begin(), group.needed_by.end());
     std::optional<manifest::Provider> provider = manifests.system_provider(soname);
     finding.severity = Severity::problem;
-    std::string first = finding.needed_by.front();
-    std::string more = finding.needed_by.size() > 1
-                           ? fmt::format(" and {} more", finding.needed_by.size() - 1)
-                           : std::string();
+    std::string consumers = consumers_text(finding.needed_by);
     finding.message =
-        fmt::format("{} is needed by {}{} but the loader finds it nowhere", soname, first, more);
+        fmt::format("{} is needed by {} but the loader finds it nowhere", soname, consumers);
     if (provider == manifest::Provider::driver) {
       // Nothing in the venv can fix a host without the GPU driver: a note, not a finding.
       finding.note = "provided by the GPU driver, which this host lacks; never fetched";
-      finding.message = fmt::format(
-          "{} (needed by {}{}) is provided by the GPU driver, which "
-          "this host lacks",
-          soname, first, more);
+      finding.message =
+          fmt::format("{} (needed by {}) is provided by the GPU driver, which this host lacks",
+                      soname, consumers);
       analysis.notes.push_back(std::move(finding));
       continue;
     }
@@ -199,6 +343,9 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
     }
     analysis.findings.push_back(std::move(finding));
   }
+}
+
+void report_escaped(Analysis& analysis, std::map<std::string, SonameGroup>& escaped) {
   for (auto& [soname, group] : escaped) {
     Finding finding;
     finding.kind = FindingKind::escaped_soname;
@@ -206,13 +353,91 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
     finding.soname = soname;
     finding.needed_by.assign(group.needed_by.begin(), group.needed_by.end());
     finding.resolved_to = *group.resolved_to.begin();
-    finding.message = fmt::format("{} should come from the venv but the loader takes {} for {}{}",
-                                  soname, finding.resolved_to, finding.needed_by.front(),
-                                  finding.needed_by.size() > 1
-                                      ? fmt::format(" and {} more", finding.needed_by.size() - 1)
-                                      : std::string());
+    finding.message = fmt::format("{} should come from the venv but the loader takes {} for {}",
+                                  soname, finding.resolved_to, consumers_text(finding.needed_by));
     analysis.findings.push_back(std::move(finding));
   }
+}
+
+// Resolves on one way of loading torch, fails on another: a risk, not a certainty, until
+// `doctor --probe` shows which way this torch takes. Sonames with the same consumers and the
+// same failing ways (cuDNN's sub-libraries) are one warning.
+void report_on_some_ways(Analysis& analysis, std::map<std::string, SonameGroup>& on_some_ways) {
+  std::map<std::pair<std::set<std::string>, std::set<std::string>>, std::vector<std::string>>
+      grouped;
+  for (auto& [soname, group] : on_some_ways)
+    grouped[{group.needed_by, group.ways}].push_back(soname);
+  for (auto& [key, sonames] : grouped) {
+    Finding finding;
+    finding.kind = FindingKind::unresolved_soname;
+    finding.severity = Severity::warning;
+    finding.soname = sonames.front();
+    if (sonames.size() > 1) finding.sonames = sonames;
+    finding.needed_by.assign(key.first.begin(), key.first.end());
+    finding.fails_when.assign(key.second.begin(), key.second.end());
+    std::string names = sonames.size() > 1 ? fmt::format("{} and {} more sonames", sonames.front(),
+                                                         sonames.size() - 1)
+                                           : sonames.front();
+    finding.message = fmt::format(
+        "{} (needed by {}) resolve{}, but not when {}; which way torch takes is not known "
+        "(`venvfix doctor --probe` shows it)",
+        names, consumers_text(finding.needed_by), sonames.size() > 1 ? "" : "s",
+        join(finding.fails_when, " or when "));
+    analysis.findings.push_back(std::move(finding));
+  }
+}
+
+}  // namespace
+
+void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
+                   const elf::SystemView& system) {
+  std::map<fs::path, std::vector<std::string>> listings;
+  analysis.preloaded = torch_preloads(
+      analysis, manifests, [&](const fs::path& dir) -> const auto& {
+        auto [it, inserted] = listings.try_emplace(dir);
+        if (inserted) it->second = sorted_listing(dir);
+        return it->second;
+      });
+  UseCollector collector(analysis, manifests, system);
+  for (const Target& target : analysis.targets) collector.collect_target(target);
+  analysis.uses = collector.uses();
+
+  std::set<fs::path> loaded(collector.opened().begin(), collector.opened().end());
+  for (const Target& target : analysis.targets) {
+    loaded.insert(target.elf_objects.begin(), target.elf_objects.end());
+  }
+
+  std::map<std::string, SonameGroup> unresolved;
+  std::map<std::string, SonameGroup> escaped;
+  std::map<std::string, SonameGroup> on_some_ways;
+  for (const SonameUse& use : analysis.uses) {
+    std::string consumer = analysis.display_path(use.consumer);
+    if (use.dlopen) consumer += " (dlopen)";
+    if (!use.fails_when.empty()) {
+      SonameGroup& group = on_some_ways[use.soname];
+      group.needed_by.insert(consumer);
+      group.ways.insert(use.fails_when.begin(), use.fails_when.end());
+    }
+    if (!use.resolution.resolved()) {
+      unresolved[use.soname].needed_by.insert(consumer);
+      continue;
+    }
+    fs::path path = use.resolution.path->lexically_normal();
+    if (is_inside(path, analysis.venv.root)) {
+      loaded.insert(path);
+      for (std::size_t owner : analysis.inventory.owners_of(path)) analysis.needed[owner] = true;
+      continue;
+    }
+    if (manifests.system_provider(use.soname)) continue;
+    if (!venv_should_provide(analysis, manifests, collector.record_sonames(), use.soname)) continue;
+    SonameGroup& group = escaped[use.soname];
+    group.needed_by.insert(consumer);
+    group.resolved_to.insert(path.string());
+  }
+  mark_record_owners_needed(analysis);
+  report_unresolved(analysis, manifests, unresolved);
+  report_escaped(analysis, escaped);
+  report_on_some_ways(analysis, on_some_ways);
   analysis.loaded_libraries.assign(loaded.begin(), loaded.end());
 }
 

@@ -85,7 +85,8 @@ nlohmann::json doctor_json(const Analysis& analysis) {
             {"warnings", analysis.findings.size() - problems},
             {"distributions", analysis.inventory.distributions.size()}}},
           {"findings", std::move(findings)},
-          {"notes", std::move(notes)}};
+          {"notes", std::move(notes)},
+          {"assumptions", analysis.assumptions}};
 }
 
 void print_doctor_report(const Analysis& analysis, std::ostream& out, Colors colors) {
@@ -123,10 +124,13 @@ void print_doctor_report(const Analysis& analysis, std::ostream& out, Colors col
     }
     out << "\n";
   }
-  if (!analysis.notes.empty()) {
+  if (!analysis.notes.empty() || !analysis.assumptions.empty()) {
     out << p.bold << "Notes" << p.reset << "\n";
     for (const Finding& note : analysis.notes) {
       out << "  " << p.dim << "· " << note.message << p.reset << "\n";
+    }
+    for (const std::string& assumption : analysis.assumptions) {
+      out << "  " << p.dim << "· " << assumption << p.reset << "\n";
     }
     out << "\n";
   }

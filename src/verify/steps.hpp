@@ -25,6 +25,16 @@ void check_files(Analysis& analysis, const Options& options);
 // layout.cpp: split site-packages, CUDA mix, orphan libraries.
 void check_layout(Analysis& analysis, const manifest::Manifests& manifests);
 
+// layout.cpp: what removing distribution `removed_dist` the way pip and uv do (every RECORD
+// path deleted, co-owners ignored) takes from the targets: each soname whose file would go and
+// that no other file in the directories the loader searched for it (or torch's preload) would
+// replace, sorted, with the first such file.
+struct Breakage {
+  std::vector<std::string> sonames;
+  std::optional<fs::path> first_file;
+};
+Breakage removal_breaks(const Analysis& analysis, std::size_t removed_dist);
+
 // Helpers shared by the steps.
 // A RECORD path whose file name looks like a shared object ("lib/x.so.9", "_C.cpython-311-….so").
 bool looks_like_shared_object(std::string_view path);

@@ -1,5 +1,6 @@
 #include "venvfix/verify/why.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -61,7 +62,14 @@ WhyReport explain_soname(const Analysis& analysis, const manifest::Manifests& ma
     consumer.dlopen = use.dlopen;
     consumer.resolution = use.resolution;
     consumer.explanation = explain(analysis, use.resolution);
+    consumer.fails_when = use.fails_when;
     report.consumers.push_back(std::move(consumer));
+  }
+  for (std::size_t i = 0; i < analysis.inventory.distributions.size(); ++i) {
+    std::vector<std::string> taken = removal_breaks(analysis, i).sonames;
+    if (std::binary_search(taken.begin(), taken.end(), soname)) {
+      report.removal_takes.push_back(analysis.inventory.distributions[i].normalized_name);
+    }
   }
   for (const dist::Distribution& dist : analysis.inventory.distributions) {
     for (const dist::RecordEntry& entry : dist.record) {
@@ -101,6 +109,7 @@ nlohmann::json why_json(const Analysis& analysis, const WhyReport& report) {
       entry["searched_cache"] = c.resolution.searched_cache;
       if (!c.resolution.error.empty()) entry["error"] = c.resolution.error;
     }
+    if (!c.fails_when.empty()) entry["fails_when"] = c.fails_when;
     consumers.push_back(std::move(entry));
   }
   nlohmann::json providers = nlohmann::json::array();
@@ -114,7 +123,8 @@ nlohmann::json why_json(const Analysis& analysis, const WhyReport& report) {
                         {"targets", analysis.target_list()},
                         {"needed_by", std::move(consumers)},
                         {"providers", std::move(providers)},
-                        {"wheels", report.manifest_providers}};
+                        {"wheels", report.manifest_providers},
+                        {"removal_takes", report.removal_takes}};
   if (report.system_provider) {
     out["provided_by"] =
         *report.system_provider == manifest::Provider::driver ? "driver" : "system";
@@ -142,12 +152,20 @@ void print_why_report(const Analysis& analysis, const WhyReport& report, std::os
     out << "  " << (c.resolution.resolved() ? green : red)
         << (c.resolution.resolved() ? "✓ " : "✗ ") << reset << c.consumer
         << (c.dlopen ? " (dlopen)" : "") << "\n      " << c.explanation << "\n";
+    if (!c.fails_when.empty()) {
+      out << "      but not when " << join(c.fails_when, " or when ") << "\n";
+    }
   }
   out << "\n" << bold << "Provided by" << reset << "\n";
   if (report.providers.empty()) out << "  no installed distribution's RECORD lists it\n";
   for (const SonameProvider& p : report.providers) {
     out << "  " << p.dist << " " << p.version << ": " << p.path
         << (p.present ? "" : "  (listed in RECORD, file missing)") << "\n";
+  }
+  if (!report.removal_takes.empty()) {
+    out << "\n"
+        << bold << "Removing any of these the way pip does would take it" << reset << "\n  "
+        << join(report.removal_takes, ", ") << "\n";
   }
   if (!report.manifest_providers.empty()) {
     out << "\n"

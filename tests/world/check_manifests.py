@@ -168,8 +168,14 @@ def check_torch(c: Checker, doc: dict, nvidia: dict[str, dict]) -> None:
     if doc.get("schema") != "venvfix-manifest-torch/1":
         c.fail(f, "schema must be venvfix-manifest-torch/1")
     pre = doc.get("preload", {})
-    c.keys(f"{f} preload", pre, {"source": str, "search": list, "libraries": list})
+    c.keys(f"{f} preload", pre, {"source": str, "search": list, "libraries": list}, {"rules": list})
     folders = {d.get("preload_folder") for d in nvidia.values()}
+    for i, rule in enumerate(pre.get("rules", [])):
+        w = f"{f} preload.rules[{i}]"
+        c.keys(w, rule, {"torch": str, "on_success": list, "source": str}, {"exclude": list})
+        for way in rule.get("on_success", []) if isinstance(rule, dict) else []:
+            if way != "all" and not (isinstance(way, list) and set(way) <= folders):
+                c.fail(w, f"a way must be \"all\" or a list of preload folders, not {way!r}")
     for i, e in enumerate(pre.get("libraries", [])):
         w = f"{f} preload.libraries[{i}]"
         c.keys(w, e, {"folder": str, "globs": list, "required": bool})

@@ -16,10 +16,35 @@ from pathlib import Path
 
 PLACEHOLDER = b"@@VENVFIX_IDENT_PLACEHOLDER@@"
 IDENT_SIZE = 256
+DLOPENS_PLACEHOLDER = b"@@VENVFIX_DLOPENS_PLACEHOLDER@@"
+DLOPENS_SIZE = 1024
 
+# venvfix_open_sublibraries() opens, from the library's own code, the sonames stamped into
+# venvfix_dlopens (cuDNN's sub-libraries): glibc then takes this library as the caller, so the
+# real loader decides whether its RPATH chain or RUNPATH finds them. The list is a writable
+# global so that the compiler cannot fold the placeholder, and hidden so that the first loaded
+# library's copy does not interpose on every other library's (they all define the name).
 _BODY = f"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
 __attribute__((used)) const char venvfix_ident[{IDENT_SIZE}] = "{PLACEHOLDER.decode()}";
+__attribute__((used, visibility("hidden"))) char venvfix_dlopens[{DLOPENS_SIZE}] = "{DLOPENS_PLACEHOLDER.decode()}";
+static char venvfix_failure[1024];
 const char *venvfix_identity(void) {{ return venvfix_ident; }}
+const char *venvfix_open_sublibraries(void) {{
+    char names[{DLOPENS_SIZE}];
+    memcpy(names, venvfix_dlopens, sizeof names);
+    names[sizeof names - 1] = 0;
+    if (strncmp(names, "@@", 2) == 0) return NULL;
+    for (char *name = strtok(names, " "); name != NULL; name = strtok(NULL, " ")) {{
+        if (dlopen(name, RTLD_NOW | RTLD_LOCAL) == NULL) {{
+            snprintf(venvfix_failure, sizeof venvfix_failure, "%s", dlerror());
+            return venvfix_failure;
+        }}
+    }}
+    return NULL;
+}}
 """
 
 
@@ -65,11 +90,12 @@ class ElfFactory:
         return args
 
     def library(self, out: Path, soname: str | None, needed: list[str], ident: str,
-                rpath: str | None = None, runpath: str | None = None) -> None:
+                rpath: str | None = None, runpath: str | None = None,
+                dlopens: list[str] | None = None) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["ld", "-shared", "-o", str(out), str(self.obj)]
                        + self.link_args(soname, needed, rpath, runpath), check=True)
-        stamp_identity(out, ident)
+        stamp_identity(out, ident, dlopens or [])
 
     def extension(self, out: Path, module: str, include_dir: str, needed: list[str], ident: str,
                   rpath: str) -> None:
@@ -91,13 +117,20 @@ PyMODINIT_FUNC PyInit_{leaf}(void) {{ return PyModule_Create(&def); }}
                        check=True)
 
 
-def stamp_identity(path: Path, ident: str) -> None:
-    raw = ident.encode()[: IDENT_SIZE - 1]
-    data = path.read_bytes()
-    at = data.find(PLACEHOLDER)
+def _stamp(data: bytes, path: Path, placeholder: bytes, size: int, raw: bytes) -> bytes:
+    at = data.find(placeholder)
     if at < 0:
-        raise RuntimeError(f"{path}: identity placeholder not found")
-    data = data[:at] + raw + b"\0" * (IDENT_SIZE - len(raw)) + data[at + IDENT_SIZE:]
+        raise RuntimeError(f"{path}: placeholder {placeholder.decode()} not found")
+    if len(raw) >= size:
+        raise RuntimeError(f"{path}: {raw[:40]!r}... does not fit into {size} bytes")
+    return data[:at] + raw + b"\0" * (size - len(raw)) + data[at + size:]
+
+
+def stamp_identity(path: Path, ident: str, dlopens: list[str] | None = None) -> None:
+    data = path.read_bytes()
+    data = _stamp(data, path, PLACEHOLDER, IDENT_SIZE, ident.encode()[: IDENT_SIZE - 1])
+    if dlopens:
+        data = _stamp(data, path, DLOPENS_PLACEHOLDER, DLOPENS_SIZE, " ".join(dlopens).encode())
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
     os.chmod(tmp, 0o755)

@@ -93,6 +93,12 @@ class Maker:
         self.venv(d)
         self.install(d, HEALTHY_TORCH)
 
+    def make_dual_cudnn(self, d: Path) -> None:
+        # The seed one step before its breakage: cu13's cuDNN installed over cu12's (both
+        # RECORDs list nvidia/cudnn/lib/*.so.9).
+        self.derive("healthy", d)
+        self.install(d, "nvidia-cudnn-cu13")
+
     def make_seed(self, d: Path) -> None:
         # pip overwrites cu12's nvidia/cudnn/lib/*.so.9 with cu13's, then deletes every path in
         # cu13's RECORD: the cu12 dist-info stays, its libraries are gone.
@@ -144,6 +150,34 @@ class Maker:
         self.derive("healthy", d)
         names = sorted(p.name.split("-")[0].replace("_", "-") for p in self.site(d).glob("nvidia_*.dist-info"))
         self.pip(d, "uninstall", "-y", *names)
+
+    # --- variants the manifests do not describe (tests/world/variants.py) -----------------
+    def variant_wheel(self, variant: str) -> str:
+        wheels = sorted((self.world / "variants" / variant).glob("*.whl"))
+        if len(wheels) != 1:
+            raise RuntimeError(f"variant {variant}: expected one wheel, found {len(wheels)}")
+        return str(wheels[0])
+
+    def make_unlisted_preload_all(self, d: Path) -> None:
+        self.venv(d)
+        self.install(d, self.variant_wheel("torch-preload-all"))
+
+    def make_unlisted_preload_none(self, d: Path) -> None:
+        self.venv(d)
+        self.install(d, self.variant_wheel("torch-preload-none"))
+
+    def make_unlisted_preload_all_norunpath(self, d: Path) -> None:
+        self.derive("unlisted-preload-all", d)
+        self.install(d, "--no-deps", "--force-reinstall", self.variant_wheel("cudnn-norunpath"))
+
+    def make_unlisted_preload_none_norunpath(self, d: Path) -> None:
+        self.derive("unlisted-preload-none", d)
+        self.install(d, "--no-deps", "--force-reinstall", self.variant_wheel("cudnn-norunpath"))
+
+    def make_unlisted_seed(self, d: Path) -> None:
+        self.derive("unlisted-preload-all", d)
+        self.install(d, "nvidia-cudnn-cu13")
+        self.pip(d, "uninstall", "-y", "nvidia-cudnn-cu13")
 
     def make_big(self, d: Path) -> None:
         self.derive("healthy", d)

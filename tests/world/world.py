@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 import elfgen  # noqa: E402
 import indexgen  # noqa: E402
 import scenarios  # noqa: E402
+import variants  # noqa: E402
 import worlddata  # noqa: E402
 from pepmini import Requirement, SpecifierSet  # noqa: E402
 from wheelgen import Wheel  # noqa: E402
@@ -110,23 +111,26 @@ class Builder:
         self.dists, self.torch = load_manifests()
 
     def lib_jobs(self, stage: Path, items: list[tuple]) -> dict[str, bytes]:
-        """Links (path_in_wheel, soname, needed, ident, rpath, runpath) items; returns their bytes."""
+        """Links (path_in_wheel, soname, needed, ident, rpath, runpath[, dlopens]) items; returns their bytes."""
         futures = []
-        for rel, soname, needed, ident, rpath, runpath in items:
+        for rel, soname, needed, ident, rpath, runpath, *dlopens in items:
             target = stage / rel
-            futures.append((rel, target, self.pool.submit(self.elf.library, target, soname, needed, ident, rpath, runpath)))
+            futures.append((rel, target, self.pool.submit(self.elf.library, target, soname, needed, ident, rpath, runpath,
+                                                          dlopens[0] if dlopens else None)))
         out = {}
         for rel, target, fut in futures:
             fut.result()
             out[rel] = target.read_bytes()
         return out
 
-    def nvidia_wheel(self, name: str, version: str) -> None:
+    def nvidia_wheel(self, name: str, version: str, dest: Path | None = None, runpath: bool = True) -> None:
+        """The wheel into dest (default: the index); runpath=False drops every DT_RUNPATH (a variant)."""
         dist = self.dists[name]
         rel = release_of(dist, version)
-        stage = self.work / f"{name}-{version}"
+        stage = self.work / f"{name}-{version}-{'runpath' if runpath else 'norunpath'}"
         items = [(f"{dist['lib_dir']}/{lib['file']}", lib["soname"], lib["needed"],
-                  f"venvfix-world {name} {version} {lib['soname']}", lib.get("rpath"), lib.get("runpath"))
+                  f"venvfix-world {name} {version} {lib['soname']}", lib.get("rpath"),
+                  lib.get("runpath") if runpath else None, lib.get("dlopens", []))
                  for lib in rel["libraries"]]
         files = self.lib_jobs(stage, items)
         if dist["lib_dir"].endswith("/lib") and "cudnn" in name:
@@ -135,7 +139,7 @@ class Builder:
         Wheel(name=name, version=version, purelib=True,
               tags=worlddata.NVIDIA_TAGS.get(name, worlddata.DEFAULT_NVIDIA_TAGS),
               requires_dist=list(rel["requires"]), files=files,
-              modes={p: 0o755 for p in files if ".so" in p}).write(self.files)
+              modes={p: 0o755 for p in files if ".so" in p}).write(dest or self.files)
 
     def meta_wheel(self, name: str, version: str) -> None:
         rel = release_of(self.dists[name], version)
@@ -143,10 +147,14 @@ class Builder:
         Wheel(name=name, version=version, purelib=True, tags=["py3-none-any"], requires_dist=reqs,
               provides_extra=sorted(rel["extras"]), summary="CUDA Toolkit meta-package (test world)").write(self.files)
 
-    def torch_wheel(self, build: dict) -> None:
+    def torch_wheel(self, build: dict, dest: Path | None = None) -> None:
+        """The stand-in torch of `build` into dest (default: the index). The build's
+        `preload_on_success` ("all" by default, or a list of folders) is how this stand-in loads."""
         version = build["version"]
         ext_suffix = sysconfig.get_config_var("EXT_SUFFIX")
-        stage = self.work / f"torch-{version}"
+        on_success = build.get("preload_on_success", "all")
+        way = on_success if isinstance(on_success, str) else "-".join(on_success) or "none"
+        stage = self.work / f"torch-{version}-{way}"
         items, ext = [], None
         for lib in build["libraries"]:
             rel = lib["file"].replace("{ext_suffix}", ext_suffix)
@@ -166,7 +174,6 @@ class Builder:
         excluded = set(build.get("preload_exclude", []))
         init = init.replace("@PRELOAD_LIBS@", repr([(e["folder"], e["globs"], e["required"]) for e in pre["libraries"]
                                                     if e["folder"] not in excluded]))
-        on_success = build.get("preload_on_success", "all")
         init = init.replace("@ON_SUCCESS@", repr(None if on_success == "all" else on_success))
         files["torch/__init__.py"] = init.encode()
         files["torch/version.py"] = (f"__version__ = {version!r}\ncuda = {build['cuda']!r}\ngit_version = 'venvfix-test-world'\n").encode()
@@ -176,7 +183,7 @@ class Builder:
         Wheel(name="torch", version=version, purelib=False, tags=[f"{tag}-{tag}-manylinux_2_28_x86_64"],
               requires_dist=build["requires_dist"], provides_extra=build.get("provides_extra", []),
               requires_python=">=3.9", summary="Tensors and Dynamic neural networks (venvfix test-world stand-in)",
-              files=files, modes={p: 0o755 for p in files if p.endswith(".so") or ".so." in p}).write(self.files)
+              files=files, modes={p: 0o755 for p in files if p.endswith(".so") or ".so." in p}).write(dest or self.files)
 
     def big_payload(self, label: str, stage: Path, package: str, py_files: int = 3000, elf_files: int = 35) -> dict[str, bytes]:
         """Many small Python files and extension-like ELF objects (the --big benchmark world)."""
@@ -216,6 +223,7 @@ class Builder:
                 self.torch_wheel(build)
             for name, version, module, requires in worlddata.STAND_INS:
                 self.stand_in(name, version, module, requires)
+            variants.build(self, self.out / "variants")
             if self.big:
                 self.big_wheels()
             indexgen.build_index(self.out / "index")

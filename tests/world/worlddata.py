@@ -45,6 +45,7 @@ STAND_INS = [
 # The scenarios (names are fixed: the C++ tests use them) -> one line for --help.
 SCENARIOS = {
     "healthy": "torch 2.8.0+cu128 with all its pins, installed by pip",
+    "dual-cudnn": "healthy, then pip install nvidia-cudnn-cu13 (the seed before its uninstall)",
     "seed": "healthy, then pip install nvidia-cudnn-cu13, then pip uninstall -y nvidia-cudnn-cu13 (ghost cu12 cuDNN)",
     "clobbered": "torch 2.11.0+cu130, then pip install --force-reinstall --no-deps nvidia-cudnn-cu12==9.10.2.21",
     "cuda-mix": "healthy, then pip install nvidia-cublas==13.1.0.3 nvidia-cuda-runtime==13.0.96 nvidia-nccl-cu13==2.28.9",
@@ -53,4 +54,12 @@ SCENARIOS = {
     "split-lib64": "torch in lib64/pythonX.Y/site-packages, NVIDIA wheels in lib/pythonX.Y/site-packages",
     "torch211-cu130": "torch 2.11.0+cu130 with cuda-toolkit[...]==13.0.2 and its other pins",
     "all-nvidia-removed": "healthy, then pip uninstall -y of every nvidia-* distribution",
+    # Variants the manifests do not describe (tests/world/variants.py): torch 2.9.1+cu128 is
+    # not in manifests/torch.json; "all"/"none": what the stand-in preloads after import;
+    # "norunpath": nvidia-cudnn-cu12 rebuilt without DT_RUNPATH.
+    "unlisted-preload-all": "torch 2.9.1+cu128 (unlisted) that preloads its whole table after import",
+    "unlisted-preload-none": "torch 2.9.1+cu128 (unlisted) that preloads nothing after import",
+    "unlisted-preload-all-norunpath": "unlisted-preload-all, with a cuDNN whose libraries have no DT_RUNPATH",
+    "unlisted-preload-none-norunpath": "unlisted-preload-none, with a cuDNN whose libraries have no DT_RUNPATH",
+    "unlisted-seed": "unlisted-preload-all, then pip install and pip uninstall -y nvidia-cudnn-cu13",
 }

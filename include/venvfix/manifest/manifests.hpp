@@ -70,12 +70,44 @@ struct PreloadLibrary {
   bool required = true;
 };
 
+// What a range of torch releases preloads after libtorch_global_deps.so loaded without error.
+// One way is a fact; several mean the sources do not establish which one these releases take,
+// so the analysis must consider every one of them.
+struct PreloadWay {
+  bool whole_table = false;          // every library of the table
+  std::vector<std::string> folders;  // else these library folders ([] = nothing)
+};
+
+struct PreloadRule {
+  std::string torch;  // the torch versions, a specifier set as written ("<2.6")
+  pep::SpecifierSet versions;
+  std::vector<PreloadWay> on_success;
+  // Library folders the table of these releases does not have yet (searched on failure too).
+  std::vector<std::string> exclude;
+  std::string source;
+};
+
+// A torch build that manifests/torch.json lists, with what it is known to preload after a
+// successful load (nullopt: not recorded; the version rules decide).
+struct TorchBuild {
+  std::string version;  // with its local label, "2.8.0+cu128"
+  std::optional<PreloadWay> on_success;
+  std::vector<std::string> exclude;  // library folders its table does not have
+};
+
 // torch/__init__.py's _get_cuda_dep_paths: for each sys.path entry, each search pattern (with
 // {folder} and {cuda_major} substituted) is globbed in order; the first hit is loaded.
 struct TorchPreload {
   std::vector<std::string> search;
   std::vector<PreloadLibrary> libraries;
+  std::vector<PreloadRule> rules;  // by torch version, first match wins
+  std::vector<TorchBuild> builds;
   std::string source;
+
+  const TorchBuild* find_build(std::string_view version) const;
+
+  // The rule for this torch version (its local label ignored); nullptr when none matches.
+  const PreloadRule* rule_for(const pep::Version& torch_version) const;
 };
 
 class Manifests {

@@ -37,7 +37,12 @@ struct SonameUse {
   std::string soname;
   fs::path consumer;    // absolute
   bool dlopen = false;  // loaded with dlopen by bare soname (a manifest family member)
+  // How it resolves: on a way of loading torch where it resolves, when there is one (see
+  // torch_preload.hpp), else on the first way where it fails.
   elf::Resolution resolution;
+  // The ways of loading torch on which it fails although it resolves on another (empty when
+  // it fails on none, or on all).
+  std::vector<std::string> fails_when;
 };
 
 struct Analysis {
@@ -46,9 +51,14 @@ struct Analysis {
   pep::MarkerEnvironment markers;
   dist::Inventory inventory;
   std::vector<Target> targets;
-  std::vector<bool> needed;         // per distribution: some target needs it
-  std::vector<fs::path> preloaded;  // what torch's Python-side preload would load
-  std::vector<SonameUse> uses;      // every resolution in the targets' load closures
+  std::vector<bool> needed;  // per distribution: some target needs it
+  // The widest form of torch's Python-side preload (the whole table): what the load check
+  // preloads and what the planner counts as loadable.
+  std::vector<fs::path> preloaded;
+  // What the analysis had to assume because manifests/ do not establish it (how a torch
+  // build preloads), one sentence each.
+  std::vector<std::string> assumptions;
+  std::vector<SonameUse> uses;  // every resolution in the targets' load closures
   // Every file inside the venv that the targets load (their objects, what their needs bind to,
   // the preloads), lexically normalised and sorted: these are always hash-checked.
   std::vector<fs::path> loaded_libraries;

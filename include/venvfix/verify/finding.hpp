@@ -42,6 +42,7 @@ struct Finding {
   std::vector<std::string> mismatched;  // ghost-files: present, size or hash differs
   std::vector<std::string> dists;       // shared-paths: owners; clobbered-files: whose bytes
   std::string soname;
+  std::vector<std::string> sonames;    // a grouped warning: every soname it is about (soname first)
   std::vector<std::string> needed_by;  // site-packages-relative consumers
   std::string resolved_to;             // escaped-soname: where the loader finds it
   std::string requirement;             // unmet-requirement: the Requires-Dist text
@@ -50,7 +51,13 @@ struct Finding {
   int cuda_major = 0;  // cuda-mix: the foreign distribution's CUDA major
   int target_cuda_major = 0;
   bool conflicts = false;  // cuda-mix
-  std::string note;        // e.g. "provided by the GPU driver"
+  // cuda-mix: the target sonames that removing it the way pip does (every RECORD path deleted,
+  // co-owners ignored) would leave unresolved or outside the venv.
+  std::vector<std::string> breaks;
+  // unresolved/escaped-soname warnings: the ways of loading torch on which it fails (it
+  // resolves on another one).
+  std::vector<std::string> fails_when;
+  std::string note;  // e.g. "provided by the GPU driver"
 };
 
 nlohmann::json to_json(const Finding& finding);

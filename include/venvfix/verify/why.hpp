@@ -18,7 +18,8 @@ struct SonameConsumer {
   std::string consumer;  // display path
   bool dlopen = false;
   elf::Resolution resolution;
-  std::string explanation;  // one sentence: where and why, or why not
+  std::string explanation;              // one sentence: where and why, or why not
+  std::vector<std::string> fails_when;  // ways of loading torch on which it fails
 };
 
 struct SonameProvider {
@@ -33,6 +34,8 @@ struct WhyReport {
   std::vector<SonameConsumer> consumers;
   std::vector<SonameProvider> providers;        // installed distributions whose RECORD lists it
   std::vector<std::string> manifest_providers;  // wheels that ship it, for the targets' CUDA
+  // Installed distributions whose removal the way pip does would take it from the targets.
+  std::vector<std::string> removal_takes;
   std::optional<manifest::Provider> system_provider;
 };
 
