@@ -157,6 +157,21 @@ TEST_F(PlanOffline, AWheelNoRunCachedIsExit4NamingIt) {
   expect_unchanged(venv, before);
 }
 
+TEST_F(PlanOffline, FindLinksServeAProjectNoRunCached) {
+  start();  // only for a URL where nothing listens once it stops
+  stop();
+  fs::path venv = scenario("seed");
+  const auto& world = venvfix::testing::test_world();
+  CommandResult result =
+      venvfix(venv, {"--offline", "--find-links", world.wheels_dir.string(), "--json", "plan"});
+  ASSERT_EQ(result.exit_code, 3) << result.out << result.err;
+  EXPECT_THAT(result.err, HasSubstr("from find-links only"));
+  json document = json::parse(result.out);
+  ASSERT_EQ(document["actions"].size(), 1u) << result.out;
+  EXPECT_EQ(document["actions"][0]["dist"], "nvidia-cudnn-cu12");
+  EXPECT_THAT(document["actions"][0]["url"].get<std::string>(), ::testing::StartsWith("file://"));
+}
+
 TEST_F(PlanOffline, NoStorePagesAreNotCached) {
   start({"--cache-control", "no-store"});
   fs::path venv = scenario("seed");
