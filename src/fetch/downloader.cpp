@@ -244,18 +244,25 @@ Result<TextResponse> Downloader::get(const std::string& url,
   if (m_impl->config.offline) {
     return make_error(ExitCode::network, "offline: not fetching {}", redact_url(url));
   }
+  return http_get(url, join(accept_headers, ", "), {}, max_bytes);
+}
+
+Result<TextResponse> Downloader::http_get(const std::string& url, const std::string& accept,
+                                          const std::vector<std::string>& request_headers,
+                                          std::uint64_t max_bytes) {
   Transfer transfer(url, max_bytes);
+  for (const std::string& line : request_headers) transfer.add_request_header(line);
   TextResponse response;
   detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), nullptr,
                             "fetch");
-  VENVFIX_TRY(loop.run({&transfer}, {url}, join(accept_headers, ", "),
-                       [&](std::size_t, Transfer& done) -> Status {
-                         response.status = done.status();
-                         response.body = std::move(done.body());
-                         response.effective_url = done.effective_url();
-                         response.content_type = done.content_type();
-                         return ok();
-                       }));
+  VENVFIX_TRY(loop.run({&transfer}, {url}, accept, [&](std::size_t, Transfer& done) -> Status {
+    response.status = done.status();
+    response.body = std::move(done.body());
+    response.effective_url = done.effective_url();
+    response.content_type = done.content_type();
+    response.cache_headers = done.cache_headers();
+    return ok();
+  }));
   return response;
 }
 

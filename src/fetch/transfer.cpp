@@ -58,6 +58,8 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, this);
   curl_slist* headers = nullptr;
   if (!accept.empty()) headers = curl_slist_append(headers, ("Accept: " + accept).c_str());
+  for (const std::string& line : m_request_headers)
+    headers = curl_slist_append(headers, line.c_str());
   if (m_file) {
     // The hashing thread starts with the first attempt (not for every queued download).
     if (!m_hasher) m_hasher = std::make_unique<StreamHasher>(m_file->fd());
@@ -127,6 +129,7 @@ void Transfer::header_line(std::string_view line) {
     m_range_start.reset();
     m_expected_total.reset();
     m_content_type.clear();
+    m_cache_headers = CacheHeaders{};
     m_etag.clear();
     m_last_modified.clear();
     m_accept_ranges = false;
@@ -153,8 +156,19 @@ void Transfer::header_line(std::string_view line) {
     m_content_type = std::string(value);
   } else if (name == "etag") {
     m_etag = std::string(value);
+    m_cache_headers.etag = m_etag;
   } else if (name == "last-modified") {
     m_last_modified = std::string(value);
+    m_cache_headers.last_modified = m_last_modified;
+  } else if (name == "cache-control") {
+    std::string& list = m_cache_headers.cache_control;  // several lines are one list
+    list += (list.empty() ? "" : ", ") + std::string(value);
+  } else if (name == "expires") {
+    m_cache_headers.expires = std::string(value);
+  } else if (name == "date") {
+    m_cache_headers.date = std::string(value);
+  } else if (name == "age") {
+    m_cache_headers.age = std::string(value);
   } else if (name == "accept-ranges") {
     m_accept_ranges = to_lower_ascii(value) == "bytes";
   }

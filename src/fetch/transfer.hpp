@@ -8,12 +8,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "curl_support.hpp"
 #include "stream_hasher.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/fetch/cache.hpp"
+#include "venvfix/fetch/page_cache.hpp"
 
 namespace venvfix::fetch::detail {
 
@@ -36,6 +38,9 @@ class Transfer {
   void end_attempt();
   CURL* easy() const { return m_easy.get(); }
 
+  // A request header for every attempt ("If-None-Match: \"abc\"").
+  void add_request_header(std::string line) { m_request_headers.push_back(std::move(line)); }
+
   // Drops stored bytes so that the next attempt starts from the beginning.
   Status restart();
 
@@ -48,6 +53,8 @@ class Transfer {
   std::optional<std::uint64_t> expected_total() const { return m_expected_total; }
   const char* error_buffer() const { return m_error_buffer; }
   const std::string& content_type() const { return m_content_type; }
+  // What the final response said about caching it.
+  const CacheHeaders& cache_headers() const { return m_cache_headers; }
   // For memory transfers: the body (for others, the first bytes of an error response).
   std::string& body() { return m_body; }
   std::string effective_url() const;
@@ -68,6 +75,7 @@ class Transfer {
   bool store(const char* data, std::size_t size);
 
   std::string m_url;
+  std::vector<std::string> m_request_headers;
   std::optional<CacheTempFile> m_file;
   std::uint64_t m_max_bytes = 0;
   // Downloads: hashed on another thread as the file grows. Pages: not hashed.
@@ -88,6 +96,7 @@ class Transfer {
   std::optional<std::uint64_t> m_range_start;
   std::optional<std::uint64_t> m_expected_total;
   std::string m_content_type;
+  CacheHeaders m_cache_headers;
   std::string m_etag;
   std::string m_last_modified;
   bool m_accept_ranges = false;

@@ -122,12 +122,13 @@ Result<IndexClient::Lookup> IndexClient::from_index(const std::string& index_url
     return make_error(ExitCode::usage, "the index URL {} is neither http(s):// nor file://",
                       display_url(index_url));
   }
-  if (m_config.offline) {
-    spdlog::info("offline: not asking {} for {}", display_url(index_url), project);
-    return Lookup::absent;
+  Result<fetch::TextResponse> fetched =
+      m_downloader->get_page(page_url, {std::string(k_accept_simple)});
+  if (!fetched && m_config.offline) {
+    spdlog::info("offline, and {} for {} is not in the page cache", display_url(page_url), project);
+    return Lookup::uncached;
   }
-  VENVFIX_TRY_ASSIGN(fetch::TextResponse response,
-                     m_downloader->get(page_url, {std::string(k_accept_simple)}));
+  VENVFIX_TRY_ASSIGN(fetch::TextResponse response, std::move(fetched));
   if (response.status == 404 || response.status == 410) {
     spdlog::info("{} has no project {} (HTTP {})", display_url(index_url), project,
                  response.status);
@@ -175,8 +176,13 @@ Result<std::vector<IndexFile>> IndexClient::find_links_files(const std::string& 
                         path.string());
     }
   } else if (is_http_url(url)) {
-    if (m_config.offline) return files;
-    VENVFIX_TRY_ASSIGN(fetch::TextResponse response, m_downloader->get(url, {"text/html"}));
+    Result<fetch::TextResponse> fetched = m_downloader->get_page(url, {"text/html"});
+    if (!fetched && m_config.offline) {
+      spdlog::info("offline, and the find-links page {} is not in the page cache",
+                   display_url(url));
+      return files;
+    }
+    VENVFIX_TRY_ASSIGN(fetch::TextResponse response, std::move(fetched));
     if (response.status < 200 || response.status > 299) {
       return make_error(ExitCode::network, "the find-links page {} answered HTTP {}",
                         display_url(url), response.status);
@@ -197,11 +203,18 @@ Result<ProjectPage> IndexClient::project(std::string_view name) {
   std::string project = pep::normalize_name(name);
   ProjectPage page{project, "", {}};
   bool found = false;
+  std::optional<std::string> uncached;  // offline: the index page no earlier run cached
   for (const std::string& index_url : m_config.index_urls) {
     VENVFIX_TRY_ASSIGN(Lookup lookup, from_index(index_url, project, page));
     if (lookup == Lookup::found) {
       found = true;
       spdlog::info("{}: using {}", project, display_url(page.page_url));
+      break;
+    }
+    if (lookup == Lookup::uncached) {
+      // A later index must not answer for this one (the first index that has a project is
+      // the only one used): only find-links can still help.
+      uncached = with_trailing_slash(index_url) + project + "/";
       break;
     }
   }
@@ -214,13 +227,23 @@ Result<ProjectPage> IndexClient::project(std::string_view name) {
       page.files.push_back(std::move(file));
     }
   }
+  if (!found && uncached) {
+    return make_error(ExitCode::network,
+                      "offline, and no earlier run cached the index page of project '{}' ({}); "
+                      "run venvfix once online or give --find-links",
+                      project, display_url(*uncached));
+  }
+  if (uncached) {
+    spdlog::warn("offline: {} is not cached, so {} comes from find-links only",
+                 display_url(*uncached), project);
+  }
   if (!found) {
     std::vector<std::string> places;
     for (const std::string& url : m_config.index_urls) places.push_back(display_url(url));
     for (const std::string& url : m_config.find_links) places.push_back(display_url(url));
     return make_error(ExitCode::network, "no index has a project named '{}' (looked in {}{})",
                       project, join(places, ", "),
-                      m_config.offline ? "; offline, so only file:// indexes and find-links" : "");
+                      m_config.offline ? "; offline, from the page cache" : "");
   }
   return page;
 }
@@ -231,7 +254,12 @@ Result<std::string> IndexClient::core_metadata(const IndexFile& file) {
                       file.filename, display_url(file.url));
   }
   std::string url = file.url + ".metadata";
-  VENVFIX_TRY_ASSIGN(fetch::TextResponse response, m_downloader->get(url, {}, 16u << 20));
+  Result<fetch::TextResponse> fetched = m_downloader->get_page(url, {}, 16u << 20);
+  if (!fetched && m_config.offline) {
+    return make_error(ExitCode::network, "offline, and the metadata of {} is not in the page cache",
+                      file.filename);
+  }
+  VENVFIX_TRY_ASSIGN(fetch::TextResponse response, std::move(fetched));
   if (response.status < 200 || response.status > 299) {
     return make_error(ExitCode::network, "cannot fetch the metadata {}: HTTP {}", display_url(url),
                       response.status);

@@ -21,6 +21,8 @@ ordered_json action_json(const Action& action) {
   out["version"] = action.version;
   if (action.replaces) {
     out["replaces"] = {{"dist", action.replaces->dist}, {"version", action.replaces->version}};
+  } else if (action.kind == ActionKind::install) {
+    out["replaces"] = nullptr;  // the contract: present on every install, null when fresh
   }
   if (action.kind == ActionKind::install) {
     out["file"] = action.file;

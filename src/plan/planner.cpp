@@ -270,14 +270,6 @@ void finish(const Context& context, Round& round, Plan& plan) {
             [](const Install& a, const Install& b) { return a.action.dist < b.action.dist; });
   for (Install& install : round.installs) plan.actions.push_back(std::move(install.action));
 
-  std::set<std::string> acted;
-  for (const Action& action : plan.actions) acted.insert(action.dist);
-  for (const verify::Finding& finding : analysis.findings) {
-    if (finding.severity == verify::Severity::problem ||
-        (!finding.dist.empty() && acted.count(finding.dist))) {
-      plan.findings.push_back(verify::to_json(finding));
-    }
-  }
   plan.unresolved = std::move(draft.unresolved);
   for (nlohmann::json& note : draft.notes) plan.notes.push_back(std::move(note));
 }
@@ -300,6 +292,10 @@ Result<Plan> make_plan(const verify::Analysis& analysis, const manifest::Manifes
   };
   plan.state = state_digest(analysis);
   spdlog::debug("plan: state digest took {:.1f} ms", elapsed_ms());
+  // Exactly what `doctor --json` reports for this venv, warnings included, in its order.
+  for (const verify::Finding& finding : analysis.findings) {
+    plan.findings.push_back(verify::to_json(finding));
+  }
   for (const verify::Finding& note : analysis.notes) {
     plan.notes.push_back({{"kind", "driver-library"},
                           {"soname", note.soname},

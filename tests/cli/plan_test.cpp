@@ -156,5 +156,37 @@ TEST_F(PlanCli, RemoveForeignCudaAndTargetFlags) {
               ::testing::ElementsAre("nvidia-cublas", "nvidia-cuda-runtime", "nvidia-nccl-cu13"));
 }
 
+TEST_F(PlanCli, FindingsAreExactlyDoctorsWarningsIncluded) {
+  for (const char* name : {"cuda-mix", "seed", "healthy"}) {
+    fs::path venv = plan::testing::shared_scenario(name);
+    auto doctor = run(venv, {"--json", "doctor"});
+    auto planned = run(venv, {"--json", "plan"});
+    json findings = json::parse(doctor.out)["findings"];
+    EXPECT_EQ(json::parse(planned.out)["findings"], findings) << name;
+    for (const json& finding : findings) EXPECT_TRUE(finding.contains("severity")) << name;
+  }
+  // cuda-mix has warnings, and they are in the plan too.
+  json document =
+      json::parse(run(plan::testing::shared_scenario("cuda-mix"), {"--json", "plan"}).out);
+  bool warning = false;
+  for (const json& finding : document["findings"]) warning |= finding["severity"] == "warning";
+  EXPECT_TRUE(warning) << document["findings"].dump(2);
+}
+
+TEST_F(PlanCli, FreshInstallsCarryReplacesNull) {
+  auto result = run(plan::testing::shared_scenario("all-nvidia-removed"), {"--json", "plan"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  json document = json::parse(result.out);
+  ASSERT_FALSE(document["actions"].empty());
+  for (const json& action : document["actions"]) {
+    ASSERT_TRUE(action.contains("replaces")) << action.dump();
+    EXPECT_TRUE(action["replaces"].is_null()) << action.dump();
+  }
+  EXPECT_THAT(result.out, HasSubstr("\"replaces\": null"));
+  auto parsed = plan::parse_plan(result.out, "plan.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(plan::to_text(*parsed), result.out);  // byte for byte
+}
+
 }  // namespace
 }  // namespace venvfix

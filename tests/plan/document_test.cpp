@@ -44,6 +44,20 @@ TEST(PlanDocument, RoundTripsByteForByte) {
   EXPECT_EQ(parsed->actions[0].replaces->version, "9.10.2.21");
 }
 
+TEST(PlanDocument, AFreshInstallWritesReplacesNullAndRoundTrips) {
+  Plan plan = sample_plan();
+  plan.actions[0].replaces.reset();
+  plan.findings.push_back({{"kind", "orphan-library"}, {"severity", "warning"}});
+  std::string text = to_text(plan);
+  EXPECT_NE(text.find("\"replaces\": null"), std::string::npos) << text;
+  nlohmann::json document = nlohmann::json::parse(text);
+  EXPECT_FALSE(document["actions"][1].contains("replaces"));  // a remove has none
+  auto parsed = parse_plan(text, "plan.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_FALSE(parsed->actions[0].replaces);
+  EXPECT_EQ(to_text(*parsed), text);
+}
+
 TEST(PlanDocument, KeepsTheContractKeyOrder) {
   std::string text = to_text(sample_plan());
   std::size_t schema = text.find("\"schema\"");

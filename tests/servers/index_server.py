@@ -2,10 +2,12 @@
 """A static package index for venvfix's tests and benchmark (Python 3 standard library only).
 
 Serves --root on 127.0.0.1 over HTTP/1.1 with keep-alive, byte ranges (Range, If-Range),
-ETag and Last-Modified, and PEP 691 content negotiation: a directory answers with its
+ETag and Last-Modified, conditional requests (If-None-Match, else If-Modified-Since: 304 Not
+Modified without a body), and PEP 691 content negotiation: a directory answers with its
 index.json (application/vnd.pypi.simple.v1+json) when the client prefers JSON, else its
 index.html. Optional: TLS (--tls-cert/--tls-key), HTTP basic auth (--auth user:password),
-a request log (--log FILE, one JSON object per request).
+a request log (--log FILE, one JSON object per request, with the status answered), a
+Cache-Control header on every directory page (--cache-control "max-age=600").
 
 The first line on stdout is the port it listens on (bind to port 0 to let the kernel choose).
 """
@@ -56,23 +58,48 @@ class IndexHandler(BaseHTTPRequestHandler):
     auth = None  # "user:password"
     log_file = None
     log_lock = threading.Lock()
+    page_cache_control = None  # sent with every directory page when set
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass  # quiet: tests read --log instead
 
     def record(self):
+        """Notes the request; the log line is written once its status is known."""
+        self.pending_entry = None
         if not self.log_file:
             return
-        entry = {
+        self.pending_entry = {
             "method": self.command,
             "path": self.path,
             "range": self.headers.get("Range"),
             "if_range": self.headers.get("If-Range"),
+            "if_none_match": self.headers.get("If-None-Match"),
+            "if_modified_since": self.headers.get("If-Modified-Since"),
             "accept": self.headers.get("Accept"),
             "authorized": self.headers.get("Authorization") is not None,
+            "status": None,
         }
+
+    def write_record(self):
+        entry = getattr(self, "pending_entry", None)
+        self.pending_entry = None
+        if entry is None:
+            return
         with self.log_lock, open(self.log_file, "a", encoding="utf-8") as out:
             out.write(json.dumps(entry) + "\n")
+
+    def log_request(self, code="-", size="-"):
+        entry = getattr(self, "pending_entry", None)
+        if entry is not None:
+            try:
+                entry["status"] = int(code)
+            except (TypeError, ValueError):
+                pass
+            self.write_record()
+
+    def handle_one_request(self):
+        super().handle_one_request()
+        self.write_record()  # a request dropped without a response is logged too
 
     def finish(self):
         try:
@@ -139,11 +166,12 @@ class IndexHandler(BaseHTTPRequestHandler):
                 return
             json_page = os.path.join(full, "index.json")
             html_page = os.path.join(full, "index.html")
+            extra = [("Cache-Control", self.page_cache_control)] if self.page_cache_control else []
             if os.path.isfile(json_page) and (
                     prefers_json(self.headers.get("Accept")) or not os.path.isfile(html_page)):
-                self.send_file(json_page, JSON_TYPE)
+                self.send_file(json_page, JSON_TYPE, extra)
             elif os.path.isfile(html_page):
-                self.send_file(html_page, HTML_TYPE)
+                self.send_file(html_page, HTML_TYPE, extra)
             else:
                 self.send_plain(404, "not found\n")
             return
@@ -163,10 +191,33 @@ class IndexHandler(BaseHTTPRequestHandler):
         """Hook for subclasses: change the bytes served (files are small there)."""
         return data
 
-    def send_file(self, full, content_type):
+    def not_modified(self, etag, mtime):
+        """RFC 9110 §13.1: If-None-Match decides when present, else If-Modified-Since."""
+        if_none_match = self.headers.get("If-None-Match")
+        if if_none_match is not None:
+            tags = [t.strip() for t in if_none_match.split(",")]
+            return "*" in tags or etag in tags or ("W/" + etag) in tags
+        since = self.headers.get("If-Modified-Since")
+        if since is None:
+            return False
+        try:
+            return int(mtime) <= email.utils.parsedate_to_datetime(since).timestamp()
+        except (TypeError, ValueError):
+            return False
+
+    def send_file(self, full, content_type, extra_headers=()):
         stat = os.stat(full)
         size = stat.st_size
         etag = '"%x-%x"' % (stat.st_mtime_ns, size)
+        last_modified = email.utils.formatdate(stat.st_mtime, usegmt=True)
+        if self.not_modified(etag, stat.st_mtime):
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", last_modified)
+            for name, value in extra_headers:
+                self.send_header(name, value)
+            self.end_headers()
+            return
         start, end = 0, size
         status = 200
         range_header = self.headers.get("Range")
@@ -193,7 +244,9 @@ class IndexHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(end - start))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("ETag", etag)
-        self.send_header("Last-Modified", email.utils.formatdate(stat.st_mtime, usegmt=True))
+        self.send_header("Last-Modified", last_modified)
+        for name, value in extra_headers:
+            self.send_header(name, value)
         if status == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1, size))
         self.end_headers()
@@ -231,6 +284,7 @@ def parse_arguments(argv):
     parser.add_argument("--tls-key")
     parser.add_argument("--auth")
     parser.add_argument("--log")
+    parser.add_argument("--cache-control")
     return parser.parse_args(argv)
 
 
@@ -239,6 +293,7 @@ def serve(handler_class, argv):
     handler_class.root = os.path.abspath(args.root)
     handler_class.auth = args.auth
     handler_class.log_file = args.log
+    handler_class.page_cache_control = args.cache_control
     server = Server(("127.0.0.1", args.port), handler_class)
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

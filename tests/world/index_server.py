@@ -6,11 +6,13 @@
 Prints the chosen port on the first stdout line, then serves until SIGTERM/SIGINT (exit 0).
 GET /simple/ and /simple/<project>/ answer PEP 691 JSON when the Accept header prefers
 application/vnd.pypi.simple.v1+json, else PEP 503 HTML; /files/... are the wheels and their
-.metadata files. Only files under --root are served.
+.metadata files. Only files under --root are served. Answers carry an ETag (of the bytes) and
+If-None-Match is honoured with 304 Not Modified.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.server
 import signal
 import sys
@@ -53,9 +55,17 @@ def make_handler(root: Path):
             pass
 
         def _send(self, code: int, body: bytes, ctype: str) -> None:
+            etag = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
+            if code == 200 and etag in [t.strip() for t in self.headers.get("If-None-Match", "").split(",")]:
+                self.send_response(304)  # unchanged: no body (RFC 9110 §15.4.5)
+                self.send_header("ETag", etag)
+                self.end_headers()
+                return
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
+            if code == 200:
+                self.send_header("ETag", etag)
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)

@@ -23,6 +23,7 @@
 
 #include "venvfix/base/result.hpp"
 #include "venvfix/fetch/config.hpp"
+#include "venvfix/fetch/page_cache.hpp"
 
 namespace venvfix::fetch {
 
@@ -46,10 +47,14 @@ struct DownloadResult {
 
 // A page or other small document fetched into memory.
 struct TextResponse {
-  long status = 0;  // HTTP status (200 for file://)
+  long status = 0;  // HTTP status (200 for file://); never 304 from get_page
   std::string body;
-  std::string effective_url;  // after redirects (keeps the request's user-info)
+  std::string effective_url;  // after redirects (keeps the request's user-info; from the page
+                              // cache: without user-info)
   std::string content_type;
+  CacheHeaders cache_headers;  // what the (last) response said about caching
+  // get_page: served from the page cache, without a request (fresh, or offline) or after a 304.
+  enum class Source { network, cache, revalidated } source = Source::network;
 };
 
 class Downloader {
@@ -83,6 +88,14 @@ class Downloader {
   // Bodies above `max_bytes` are an error.
   Result<TextResponse> get(const std::string& url, const std::vector<std::string>& accept_headers,
                            std::uint64_t max_bytes = 256u << 20);
+  // get() through the page cache (venvfix/fetch/page_cache.hpp) for http(s) URLs when a cache
+  // directory is configured: a fresh entry answers without a request, a stale one is
+  // revalidated (a 304 answers from the cache), 200/404/410 answers are stored unless
+  // `no-store`. Offline, a cached entry answers whatever its age and a missing one is an
+  // ExitCode::network error naming the URL. Other URLs: get().
+  Result<TextResponse> get_page(const std::string& url,
+                                const std::vector<std::string>& accept_headers,
+                                std::uint64_t max_bytes = 256u << 20);
   // get() that requires a 2xx status and returns the body.
   Result<std::string> fetch_text(const std::string& url,
                                  const std::vector<std::string>& accept_headers);
@@ -90,6 +103,11 @@ class Downloader {
   const FetchConfig& config() const;
 
  private:
+  // GETs an http(s) URL with these extra request header lines.
+  Result<TextResponse> http_get(const std::string& url, const std::string& accept,
+                                const std::vector<std::string>& request_headers,
+                                std::uint64_t max_bytes);
+
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };

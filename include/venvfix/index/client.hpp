@@ -6,7 +6,11 @@
 // broken mirror never lets a later index's files in. Files found through find-links are merged
 // into the page. Index URLs may be http(s):// (PEP 691 JSON preferred, PEP 503 HTML accepted)
 // or file:// (a directory tree: <root>/<project>/index.html, or the directory's files when
-// it has no index.html). Offline, http(s) indexes are skipped.
+// it has no index.html). http(s) pages and metadata go through the download cache's page
+// cache (fetch::Downloader::get_page: HTTP caching rules, revalidation). Offline they come from
+// that cache only: a project whose page on the first index no earlier run cached is an Error
+// naming the project (ExitCode::network), unless find-links have it; an index page cached as
+// 404 still sends the lookup on to the next index.
 #pragma once
 
 #include <map>
@@ -44,7 +48,7 @@ class IndexClient {
   fetch::Downloader& downloader() { return *m_downloader; }
 
  private:
-  enum class Lookup { found, absent };
+  enum class Lookup { found, absent, uncached };
   Result<Lookup> from_index(const std::string& index_url, const std::string& project,
                             ProjectPage& page);
   Result<Lookup> from_local_index(const std::string& page_url, const std::string& project,

@@ -33,7 +33,7 @@ struct Action {
   std::string dist;
   std::string version;
   // install: the installed distribution this one replaces (same name, any version; also a
-  // ghost). remove: unset.
+  // ghost); unset for a fresh install, written as `"replaces": null`. remove: unset.
   std::optional<DistVersion> replaces;
   // install: the wheel chosen from the index (file name, URL without user-info, sha256 hex,
   // size in bytes).
@@ -62,8 +62,9 @@ struct Plan {
   std::string platform;  // the best platform tag of the host ("manylinux_2_36_x86_64")
   std::vector<std::string> targets;
   std::string state;  // state digest of the venv the plan was made from
-  nlohmann::json findings = nlohmann::json::array();  // doctor findings the plan answers
-  std::vector<Action> actions;                        // empty: nothing to do
+  // Every finding `doctor --json` reports for the same venv (warnings too), in its order.
+  nlohmann::json findings = nlohmann::json::array();
+  std::vector<Action> actions;  // empty: nothing to do
   // Problems the plan cannot fix (a soname nothing provides, conflicting pins): each has the
   // finding's fields plus "message"; the rest of the plan still stands.
   nlohmann::json unresolved = nlohmann::json::array();
