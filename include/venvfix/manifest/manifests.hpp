@@ -49,6 +49,9 @@ struct Distribution {
   bool meta = false;
   std::vector<Release> releases;
   std::string source;
+  // Names that stand for this distribution on an index but are source-only placeholders
+  // whose build fails ("nvidia-cublas-cu13" for nvidia-cublas): never installed.
+  std::vector<std::string> placeholders;  // normalised
 
   // The release whose version range holds `version`; nullptr when none does.
   const Release* release_for(const pep::Version& version) const;
@@ -88,6 +91,9 @@ class Manifests {
 
   const std::vector<Distribution>& distributions() const { return m_distributions; }
   const Distribution* find_distribution(std::string_view name) const;  // normalises
+  // The distribution `name` is a placeholder of (nvidia-cublas for nvidia-cublas-cu13);
+  // nullptr when `name` is no placeholder. Normalises.
+  const Distribution* placeholder_of(std::string_view name) const;
   // Distributions (of `cuda_major`, or any when 0) that ship `soname` in some release.
   std::vector<const Distribution*> providers_of(std::string_view soname, int cuda_major) const;
   // "system" or "driver" when the soname must never be fetched.
