@@ -133,6 +133,23 @@ Status read_extras(const json& node, const Reader& r, Release& release) {
   return ok();
 }
 
+// "placeholders": [{"name": "nvidia-cublas-cu13", "source": "..."}]
+Status read_placeholders(const Reader& r, Distribution& distribution) {
+  VENVFIX_TRY_ASSIGN(const json* entries, r.array("placeholders", false));
+  for (std::size_t k = 0; k < entries->size(); ++k) {
+    const json& entry = (*entries)[k];
+    if (!entry.is_object()) return r.fail("placeholders[{}] must be an object", k);
+    Reader pr(entry, fmt::format("{} placeholders[{}]", r.where(), k));
+    VENVFIX_TRY_ASSIGN(std::string placeholder, pr.string("name"));
+    VENVFIX_TRY(pr.string("source"));
+    if (!pep::is_valid_name(placeholder)) {
+      return pr.fail("'{}' is not a valid project name", placeholder);
+    }
+    distribution.placeholders.push_back(pep::normalize_name(placeholder));
+  }
+  return ok();
+}
+
 Status load_nvidia(const json& document, std::string_view name,
                    std::vector<Distribution>& distributions) {
   VENVFIX_TRY(check_schema(document, name, k_nvidia_schema));
@@ -164,6 +181,7 @@ Status load_nvidia(const json& document, std::string_view name,
     }
     VENVFIX_TRY_ASSIGN(distribution.preload_folder, r.string("preload_folder", false));
     VENVFIX_TRY_ASSIGN(distribution.source, r.string("source"));
+    VENVFIX_TRY(read_placeholders(r, distribution));
     VENVFIX_TRY_ASSIGN(const json* releases, r.array("releases"));
     for (std::size_t k = 0; k < releases->size(); ++k) {
       const json& release_node = (*releases)[k];
@@ -243,6 +261,7 @@ Result<std::vector<TorchBuild>> parse_torch_builds(const json& torch) {
     TorchBuild build;
     VENVFIX_TRY_ASSIGN(build.version, r.string("version"));
     VENVFIX_TRY_ASSIGN(build.exclude, r.strings("preload_exclude"));
+    build.pypi_default = node.value("pypi_default", false);
     if (auto way = node.find("preload_on_success"); way != node.end()) {
       VENVFIX_TRY_ASSIGN(build.on_success,
                          read_preload_way(*way, r.where() + " preload_on_success"));
@@ -271,6 +290,12 @@ const Library* Release::find_library(std::string_view soname) const {
 const TorchBuild* TorchPreload::find_build(std::string_view version) const {
   for (const TorchBuild& build : builds) {
     if (build.version == version) return &build;
+  }
+  if (version.find('+') != std::string_view::npos) return nullptr;
+  for (const TorchBuild& build : builds) {
+    std::string_view public_part =
+        std::string_view(build.version).substr(0, build.version.find('+'));
+    if (build.pypi_default && public_part == version) return &build;
   }
   return nullptr;
 }
@@ -390,6 +415,17 @@ const Distribution* Manifests::find_distribution(std::string_view name) const {
   std::string normalized = pep::normalize_name(name);
   for (const Distribution& distribution : m_distributions) {
     if (distribution.name == normalized) return &distribution;
+  }
+  return nullptr;
+}
+
+const Distribution* Manifests::placeholder_of(std::string_view name) const {
+  std::string normalized = pep::normalize_name(name);
+  for (const Distribution& distribution : m_distributions) {
+    if (std::find(distribution.placeholders.begin(), distribution.placeholders.end(), normalized) !=
+        distribution.placeholders.end()) {
+      return &distribution;
+    }
   }
   return nullptr;
 }

@@ -147,14 +147,59 @@ std::vector<AddedFile> files_of(const Context& context, const std::string& name,
   return files;
 }
 
+// When `name` (a CUDA 13 toolkit component) is missing from the index or has no wheel for
+// this platform: what the index offers under its placeholder names instead ("; the index has
+// only nvidia-cublas-cu13 (nvidia_cublas_cu13-0.0.1.tar.gz), ..."), or "" when nothing.
+std::string placeholder_hint(const Context& context, const std::string& name, IndexView& index) {
+  const manifest::Distribution* known = context.manifests.find_distribution(name);
+  if (known == nullptr) return "";
+  std::vector<std::string> offered;
+  for (const std::string& placeholder : known->placeholders) {
+    auto page = index.page(placeholder);
+    if (!page) continue;
+    std::vector<std::string> files;
+    for (const index::IndexFile& file : (*page)->files) files.push_back(file.filename);
+    offered.push_back(fmt::format("{} ({})", placeholder, join(files, ", ")));
+  }
+  if (offered.empty()) return "";
+  return fmt::format(
+      "; the index has only {}, a source-only placeholder whose build fails, which venvfix "
+      "never installs (CUDA 13 toolkit wheels carry no -cu13 suffix: {} is the real one)",
+      join(offered, ", "), name);
+}
+
+Error with_hint(Error error, const std::string& hint) {
+  if (!hint.empty()) error.message += hint;
+  return error;
+}
+
+// A want that names a placeholder (a ghost or clobbered nvidia-cublas-cu13): never planned.
+void refuse_placeholder(const Want& want, const manifest::Distribution& real, Draft& draft) {
+  nlohmann::json entry = {
+      {"kind", "placeholder"},
+      {"dist", want.name},
+      {"use", real.name},
+      {"message",
+       fmt::format("{} is a source-only placeholder whose build fails, not a wheel venvfix "
+                   "installs; the CUDA 13 component is {}: install that instead",
+                   want.name, real.name)}};
+  draft.add_unresolved("placeholder " + want.name, std::move(entry));
+}
+
 }  // namespace
 
 Result<std::optional<Install>> choose(const Context& context, const Want& want, const Pins& pins,
                                       IndexView& index, Draft& draft) {
+  if (const manifest::Distribution* real = context.manifests.placeholder_of(want.name)) {
+    refuse_placeholder(want, *real, draft);
+    return std::optional<Install>();
+  }
   std::set<std::size_t> leaving = draft.leaving();
   // An index that fails is an error as it is; only a version or wheel missing from a page that
   // came back gets the advice below.
-  VENVFIX_TRY(index.page(want.name));
+  if (auto page = index.page(want.name); !page) {
+    return with_hint(page.error(), placeholder_hint(context, want.name, index));
+  }
   Rule rule = rule_for(context, want, pins);
   auto others = context.requirements_on(want.name, leaving);
   // A requirement the target pins is the pin itself: leave the target's own lines out.
@@ -192,12 +237,14 @@ Result<std::optional<Install>> choose(const Context& context, const Want& want, 
       std::string what = rule.name == "pin" || rule.name == "installed"
                              ? fmt::format("{} ({})", want.name, rule.phrase)
                              : want.name;
-      return make_error(
-          ExitCode::network,
-          "cannot plan {}: {}. Check that the index serves this version for this platform "
-          "(an index that dropped old versions needs --extra-index-url or --find-links with "
-          "the wheel), or install a target whose requirements the index can meet",
-          what, last.message);
+      return with_hint(
+          make_error(ExitCode::network,
+                     "cannot plan {}: {}. Check that the index serves this version for this "
+                     "platform (an index that dropped old versions needs --extra-index-url or "
+                     "--find-links with the wheel), or install a target whose requirements the "
+                     "index can meet",
+                     what, last.message),
+          placeholder_hint(context, want.name, index));
     }
     std::vector<std::string> conflicting;
     std::vector<std::string> requirements = rule.texts;

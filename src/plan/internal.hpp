@@ -143,6 +143,10 @@ void needs_from_findings(const Context& context, Draft& draft);
 // ghost or clobbered owner, then manifests/ for the target's CUDA major) and adds it to the
 // wants; a soname nothing provides becomes an unresolved entry.
 void providers_for_sonames(const Context& context, const Pins& pins, Draft& draft);
+// (Called by providers_for_sonames.) The components a meta-package the plan installs pins
+// through its extras (cuda-toolkit[cublas,…] -> nvidia-cublas==13.1.0.3.*): pip installs them
+// with it, so they are wants too, unless installed at a version the pin admits.
+void meta_components(const Context& context, const Pins& pins, Draft& draft);
 
 // remove.cpp: the removals of the plan (conflicting foreign-CUDA distributions nothing else
 // requires; with --remove-foreign-cuda the others too; --uninstall), except `dropped`.

@@ -5,6 +5,7 @@
 #include "internal.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/pep/name.hpp"
+#include "venvfix/pep/version.hpp"
 
 namespace venvfix::plan::detail {
 
@@ -170,7 +171,8 @@ void providers_for_sonames(const Context& context, const Pins& pins, Draft& draf
     // 2. a ghost or clobbered owner: an installed distribution whose RECORD lists it
     if (chosen.empty()) {
       for (const std::string& name : record_owners(context, soname, leaving)) {
-        if (major_fits(context, name)) {
+        // A placeholder's name (nvidia-cublas-cu13) is never installed: manifests/ decide.
+        if (major_fits(context, name) && manifests.placeholder_of(name) == nullptr) {
           chosen = name;
           break;
         }
@@ -205,6 +207,24 @@ void providers_for_sonames(const Context& context, const Pins& pins, Draft& draf
     want.consumers.insert(consumers.begin(), consumers.end());
     if (auto it = draft.soname_repair.find(soname); it != draft.soname_repair.end() && it->second) {
       want.repair = true;
+    }
+  }
+  meta_components(context, pins, draft);
+}
+
+void meta_components(const Context& context, const Pins& pins, Draft& draft) {
+  for (const auto& [name, list] : pins) {
+    for (const Pin& pin : list) {
+      auto via = pep::Requirement::parse(pin.via);
+      if (pin.via.empty() || !via || !draft.wants.count(pep::normalize_name(via->name))) continue;
+      if (foreign(context, name) || context.manifests.placeholder_of(name)) continue;
+      if (const dist::Distribution* installed = context.installed(name)) {
+        auto version = pep::Version::parse(installed->version);
+        if (version && pin.specifier.contains(*version, pep::PreReleases::allow)) continue;
+      }
+      draft.want(name, context.cuda_major)
+          .add_cause(fmt::format("installed with {}, as pip installs {}'s requirement", pin.via,
+                                 pin.required_by));
     }
   }
 }

@@ -72,6 +72,20 @@ constexpr std::string_view k_system = R"({"schema": "venvfix-manifest-system/1",
 constexpr std::string_view k_torch =
     R"({"schema": "venvfix-manifest-torch/1", "preload": {"source": "s", "search": [], "libraries": []}})";
 
+TEST(ManifestLoad, Cuda13ToolkitPlaceholdersNameTheRealComponent) {
+  const Manifests& m = real_manifests();
+  const Distribution* real = m.placeholder_of("NVIDIA_cublas_cu13");
+  ASSERT_NE(real, nullptr);
+  EXPECT_EQ(real->name, "nvidia-cublas");
+  EXPECT_EQ(m.find_distribution("nvidia-cublas-cu13"), nullptr);
+  ASSERT_NE(m.placeholder_of("nvidia-cuda-runtime-cu13"), nullptr);
+  EXPECT_EQ(m.placeholder_of("nvidia-cuda-runtime-cu13")->name, "nvidia-cuda-runtime");
+  // cuDNN, NCCL, NVSHMEM and cuSPARSELt keep their -cu13 suffix: real distributions.
+  EXPECT_EQ(m.placeholder_of("nvidia-cudnn-cu13"), nullptr);
+  EXPECT_NE(m.find_distribution("nvidia-cudnn-cu13"), nullptr);
+  EXPECT_EQ(m.placeholder_of("nvidia-cublas"), nullptr);
+}
+
 TEST(ManifestLoad, MalformedEntriesNameFileAndEntry) {
   struct Case {
     std::string nvidia;
@@ -94,6 +108,10 @@ TEST(ManifestLoad, MalformedEntriesNameFileAndEntry) {
           "lib_dir": "nvidia/a/lib", "source": "s", "releases": [{"versions": ">=1",
           "libraries": [{"soname": "../x.so"}]}]}]})",
        "libraries[0]: 'soname' and 'file' must be plain file names"},
+      {R"({"schema": "venvfix-manifest-nvidia/1", "distributions": [{"name": "a", "cuda_major": 13,
+          "lib_dir": "nvidia/cu13/lib", "source": "s", "placeholders": [{"name": "a cu13",
+          "source": "s"}], "releases": []}]})",
+       "distributions[0] (a) placeholders[0]: 'a cu13' is not a valid project name"},
   };
   for (const Case& c : cases) {
     auto result = Manifests::from_text(c.nvidia, k_system, k_torch);

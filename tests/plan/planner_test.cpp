@@ -226,7 +226,8 @@ TEST_F(PlanMake, CudaMixWithRemoveForeignCudaRemovesEveryCuda13Distribution) {
 
 TEST_F(PlanMake, UninstallCudnnCu13BesideCu12RepairsTheCu12Files) {
   fs::path venv = scenario("healthy");
-  pip_install(venv, {"nvidia-cudnn-cu13"});  // overwrites cu12's nvidia/cudnn/lib/*.so.9
+  // Overwrites cu12's nvidia/cudnn/lib/*.so.9 (pinned: the index has newer cuDNN builds).
+  pip_install(venv, {"nvidia-cudnn-cu13==9.19.0.56"});
   PlanOptions options;
   options.uninstall = {"nvidia-cudnn-cu13"};
   Plan made = plan(venv, options);

@@ -74,6 +74,7 @@ def check_nvidia(c: Checker, doc: dict) -> dict[str, dict]:
     if doc.get("schema") != "venvfix-manifest-nvidia/1":
         c.fail(f, "schema must be venvfix-manifest-nvidia/1")
     by_name: dict[str, dict] = {}
+    placeholders: dict[str, str] = {}
     lib_key = {"soname": str, "file": str, "needed": list}
     lib_opt = {"runpath": str, "rpath": str, "dlopens": list}
     for i, d in enumerate(doc.get("distributions", [])):
@@ -83,7 +84,12 @@ def check_nvidia(c: Checker, doc: dict) -> dict[str, dict]:
             c.keys(w, d, {"name": str, "meta": bool, "source": str, "releases": list})
         else:
             c.keys(w, d, {"name": str, "cuda_major": int, "lib_dir": str, "preload_folder": (str, type(None)),
-                          "source": str, "releases": list})
+                          "source": str, "releases": list}, {"placeholders": list})
+            for k, ph in enumerate(d.get("placeholders", []) if isinstance(d, dict) else []):
+                pw = f"{w} placeholders[{k}]"
+                if c.keys(pw, ph, {"name": str, "source": str}):
+                    c.source(pw, ph.get("source"))
+                    placeholders[ph.get("name")] = pw
         if not isinstance(d, dict):
             continue
         c.source(w, d.get("source"))
@@ -126,6 +132,10 @@ def check_nvidia(c: Checker, doc: dict) -> dict[str, dict]:
                     if sa.contains(v) and sb.contains(v):
                         c.fail(w, f"releases[{ja}] and releases[{jb}] overlap (both contain {v})")
                         break
+    # A placeholder (a source-only stub name) is never a distribution of the manifest.
+    for ph, pw in placeholders.items():
+        if ph in by_name or pepmini.normalize(ph) != ph:
+            c.fail(pw, f"placeholder {ph} is a distribution of the manifest or not normalised")
     # Meta-package extras must name distributions of the manifest.
     for d in by_name.values():
         for r in d.get("releases", []) if d.get("meta") else []:
@@ -176,6 +186,7 @@ def check_torch(c: Checker, doc: dict, nvidia: dict[str, dict]) -> None:
         for way in rule.get("on_success", []) if isinstance(rule, dict) else []:
             if way != "all" and not (isinstance(way, list) and set(way) <= folders):
                 c.fail(w, f"a way must be \"all\" or a list of preload folders, not {way!r}")
+    versions: set[str] = set()
     for i, e in enumerate(pre.get("libraries", [])):
         w = f"{f} preload.libraries[{i}]"
         c.keys(w, e, {"folder": str, "globs": list, "required": bool})
@@ -183,13 +194,27 @@ def check_torch(c: Checker, doc: dict, nvidia: dict[str, dict]) -> None:
             c.fail(w, f"folder {e.get('folder')} is no distribution's preload_folder")
     for i, b in enumerate(doc.get("builds", [])):
         w = f"{f} builds[{i}] ({b.get('version', '?') if isinstance(b, dict) else '?'})"
-        c.keys(w, b, {"version": str, "cuda": str, "source": str, "requires_dist": list, "libraries": list},
-               {"provides_extra": list, "preload_exclude": list, "preload_on_success": (str, list),
-                "preload_source": str})
+        # A build without `libraries` is data only: the test world does not build it.
+        c.keys(w, b, {"version": str, "cuda": str, "source": str, "requires_dist": list},
+               {"libraries": list, "provides_extra": list, "preload_exclude": list,
+                "preload_on_success": (str, list), "preload_source": str, "pypi_default": bool,
+                "unverified": list, "unknown": str})
         if not isinstance(b, dict):
             continue
         c.source(w, b.get("source"))
+        if b.get("version") in versions:
+            c.fail(w, "duplicate build")
+        versions.add(b.get("version"))
         major = int(b.get("cuda", "0").split(".")[0])
+        names = set()
+        for req_text in b.get("requires_dist", []):
+            try:
+                names.add(pepmini.Requirement(req_text).name)
+            except ValueError:
+                pass
+        for name in b.get("unverified", []):
+            if name not in names:
+                c.fail(w, f"unverified names {name}, which no Requires-Dist line pins")
         for req_text in b.get("requires_dist", []):
             try:
                 req = pepmini.Requirement(req_text)
@@ -203,6 +228,15 @@ def check_torch(c: Checker, doc: dict, nvidia: dict[str, dict]) -> None:
                 c.fail(w, f"pin {req.name} names no distribution of nvidia-wheels.json")
                 continue
             pinned = req.pinned_version()
+            if pinned is None and not dist.get("meta"):
+                # A range (torch 2.12: nvidia-cublas>=13.1.0.3,<=13.1.1.3): its bounds must
+                # fall in one release of the right CUDA major.
+                bounds = [s.version for s in req.specifier.specs if s.op in (">=", "<=", "==")]
+                if not bounds or any(release_for(dist, v) is None for v in bounds):
+                    c.fail(w, f"range {req_text!r} has a bound in no release of the manifest")
+                if dist["cuda_major"] != major:
+                    c.fail(w, f"pin {req.name} is CUDA {dist['cuda_major']}, build is CUDA {major}")
+                continue
             if pinned is None:
                 c.fail(w, f"pin {req_text!r} is not an == pin")
                 continue

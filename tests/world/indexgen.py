@@ -2,6 +2,8 @@
 
 Layout under ROOT (the index dir):
   files/<wheel>, files/<wheel>.metadata       (PEP 658/714 metadata beside each wheel)
+  files/<wheel>.yanked                         (optional: the wheel is yanked, PEP 592, for this reason)
+  files/<sdist>.tar.gz                         (sdists: listed, no metadata; the CUDA 13 stubs)
   simple/index.html, simple/index.json
   simple/<normalized>/index.html, simple/<normalized>/index.json
 index_server.py serves it and picks HTML or JSON by the Accept header.
@@ -12,6 +14,7 @@ import hashlib
 import html
 import json
 import re
+import tarfile
 import urllib.parse
 import zipfile
 from pathlib import Path
@@ -33,25 +36,40 @@ def _dist_name(wheel: Path) -> tuple[str, str, str | None]:
     return name, version, rp.group(1).strip() if rp else None
 
 
+def _sdist_name(sdist: Path) -> tuple[str, str, str | None]:
+    with tarfile.open(sdist) as t:
+        member = next(m for m in t.getmembers() if re.match(r"[^/]+/PKG-INFO$", m.name))
+        text = t.extractfile(member).read().decode()
+    name = re.search(r"^Name: (.+)$", text, re.M).group(1).strip()
+    version = re.search(r"^Version: (.+)$", text, re.M).group(1).strip()
+    return name, version, None
+
+
 def build_index(root: Path) -> None:
     files = root / "files"
     simple = root / "simple"
     simple.mkdir(parents=True, exist_ok=True)
     projects: dict[str, list[dict]] = {}
     versions: dict[str, set[str]] = {}
-    for wheel in sorted(files.glob("*.whl")):
-        name, version, requires_python = _dist_name(wheel)
-        meta_hash = _sha256(wheel.with_name(wheel.name + ".metadata"))
+    for wheel in sorted(list(files.glob("*.whl")) + list(files.glob("*.tar.gz"))):
+        is_wheel = wheel.suffix == ".whl"
+        name, version, requires_python = _dist_name(wheel) if is_wheel else _sdist_name(wheel)
         key = normalize(name)
-        projects.setdefault(key, []).append({
+        entry = {
             "filename": wheel.name,
             "url": "../../files/" + urllib.parse.quote(wheel.name),
             "hashes": {"sha256": _sha256(wheel)},
             "requires-python": requires_python,
-            "core-metadata": {"sha256": meta_hash},
-            "dist-info-metadata": {"sha256": meta_hash},
-            "size": wheel.stat().st_size,
-        })
+        }
+        if is_wheel:
+            meta_hash = _sha256(wheel.with_name(wheel.name + ".metadata"))
+            entry["core-metadata"] = {"sha256": meta_hash}
+            entry["dist-info-metadata"] = {"sha256": meta_hash}
+        yanked = wheel.with_name(wheel.name + ".yanked")
+        if yanked.exists():
+            entry["yanked"] = yanked.read_text().strip() or True
+        entry["size"] = wheel.stat().st_size
+        projects.setdefault(key, []).append(entry)
         versions.setdefault(key, set()).add(version)
     meta = {"api-version": "1.1"}
     links = "".join(f'    <a href="{p}/">{p}</a>\n' for p in sorted(projects))
@@ -66,8 +84,12 @@ def build_index(root: Path) -> None:
             attrs = f'href="{e["url"]}#sha256={e["hashes"]["sha256"]}"'
             if e["requires-python"]:
                 attrs += f' data-requires-python="{html.escape(e["requires-python"])}"'
-            attrs += f' data-dist-info-metadata="sha256={e["core-metadata"]["sha256"]}"'
-            attrs += f' data-core-metadata="sha256={e["core-metadata"]["sha256"]}"'
+            if "core-metadata" in e:
+                attrs += f' data-dist-info-metadata="sha256={e["core-metadata"]["sha256"]}"'
+                attrs += f' data-core-metadata="sha256={e["core-metadata"]["sha256"]}"'
+            if "yanked" in e:
+                reason = e["yanked"] if isinstance(e["yanked"], str) else ""
+                attrs += f' data-yanked="{html.escape(reason)}"'
             rows.append(f'    <a {attrs}>{html.escape(e["filename"])}</a><br/>\n')
         (d / "index.html").write_text(
             f"<!DOCTYPE html>\n<html>\n  <head><meta name=\"pypi:repository-version\" content=\"1.1\"><title>Links for {key}</title></head>\n  <body>\n    <h1>Links for {key}</h1>\n{''.join(rows)}  </body>\n</html>\n")

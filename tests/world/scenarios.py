@@ -17,6 +17,9 @@ import index_server
 
 READY = ".venvfix-world-scenario"
 HEALTHY_TORCH = "torch==2.8.0+cu128"
+# What the seed's user installed beside it: the CUDA 13 cuDNN of reference §8 and the cuBLAS it
+# pulls in (pinned, so that newer test-world versions do not change the scenarios).
+SEED_CU13 = ("nvidia-cudnn-cu13==9.19.0.56", "nvidia-cublas==13.1.0.3")
 
 
 def pip_env() -> dict[str, str]:
@@ -97,13 +100,13 @@ class Maker:
         # The seed one step before its breakage: cu13's cuDNN installed over cu12's (both
         # RECORDs list nvidia/cudnn/lib/*.so.9).
         self.derive("healthy", d)
-        self.install(d, "nvidia-cudnn-cu13")
+        self.install(d, *SEED_CU13)
 
     def make_seed(self, d: Path) -> None:
         # pip overwrites cu12's nvidia/cudnn/lib/*.so.9 with cu13's, then deletes every path in
         # cu13's RECORD: the cu12 dist-info stays, its libraries are gone.
         self.derive("healthy", d)
-        self.install(d, "nvidia-cudnn-cu13")
+        self.install(d, *SEED_CU13)
         self.pip(d, "uninstall", "-y", "nvidia-cudnn-cu13")
 
     def make_torch211_cu130(self, d: Path) -> None:
@@ -176,7 +179,7 @@ class Maker:
 
     def make_unlisted_seed(self, d: Path) -> None:
         self.derive("unlisted-preload-all", d)
-        self.install(d, "nvidia-cudnn-cu13")
+        self.install(d, *SEED_CU13)
         self.pip(d, "uninstall", "-y", "nvidia-cudnn-cu13")
 
     def make_big(self, d: Path) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import cuda13index  # noqa: E402
 import elfgen  # noqa: E402
 import indexgen  # noqa: E402
 import scenarios  # noqa: E402
@@ -81,18 +82,25 @@ def release_of(dist: dict, version: str) -> dict:
 def wanted_nvidia(dists: dict, torch: dict) -> set[tuple[str, str]]:
     """Every (distribution, version) a torch build pins, directly or through cuda-toolkit extras."""
     out: set[tuple[str, str]] = set(worlddata.NEWER_VERSIONS)
-    for b in torch["builds"]:
+    for b in world_builds(torch):
         for text in b["requires_dist"]:
             req = Requirement(text)
             if req.name not in dists:
                 continue
             version = req.pinned_version()
+            if version is None:
+                continue  # a range (torch 2.12's nvidia-cublas): worlddata serves its versions
             out.add((req.name, version))
             if dists[req.name].get("meta"):
                 for extra_req in release_of(dists[req.name], version)["extras"].values():
                     sub = Requirement(extra_req)
                     out.add((sub.name, sub.pinned_version()))
     return out
+
+
+def world_builds(torch: dict) -> list[dict]:
+    """The torch builds the world builds: those with `libraries` (the rest are data only)."""
+    return [b for b in torch["builds"] if "libraries" in b]
 
 
 def python_tag() -> str:
@@ -219,7 +227,8 @@ class Builder:
                     self.meta_wheel(name, version)
                 else:
                     self.nvidia_wheel(name, version)
-            for build in self.torch["builds"]:
+            cuda13index.build(self, release_of)
+            for build in world_builds(self.torch):
                 self.torch_wheel(build)
             for name, version, module, requires in worlddata.STAND_INS:
                 self.stand_in(name, version, module, requires)

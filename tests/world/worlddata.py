@@ -25,6 +25,31 @@ DEFAULT_NVIDIA_TAGS = ["py3-none-manylinux_2_27_x86_64"]
 # is caught. 9.22.0.52 also has a different soname set (+ tensor_ir, + ext; reference §3.4).
 NEWER_VERSIONS = [("nvidia-cudnn-cu12", "9.22.0.52"), ("nvidia-cublas-cu12", "12.9.1.4")]
 
+# CUDA 13 as the index serves it now (reference §9, issue 11 part 7), beside the versions the
+# torch builds pin: (name, version, tags or None for NVIDIA_TAGS, yanked reason or None).
+# Real versions: nvidia-cublas 13.1.1.3 (cuda-toolkit 13.0.3, §1.5 [V]; the top of torch
+# 2.12's range nvidia-cublas>=13.1.0.3,<=13.1.1.3). The rest are test-world versions chosen so
+# that a planner which does not choose as pip does is caught: newer than every pin or range,
+# a pre-release, a wheel for another platform only and a yanked file inside a cuda-toolkit
+# ==X.* pin. (Unpinned installs take the newest: `pip install nvidia-cudnn-cu13` gets 9.20.0.48,
+# torch 2.12.1's pin, and nvidia-cublas 13.2.0.9, as on the real index.)
+_AARCH64 = ["py3-none-manylinux_2_27_aarch64"]
+CUDA13_VERSIONS = [
+    ("nvidia-cublas", "13.1.1.3", None, None),
+    ("nvidia-cublas", "13.2.0.9", None, None),            # above every pin and range
+    ("nvidia-cuda-runtime", "13.0.96.1rc1", None, None),  # in ==13.0.96.*, a pre-release
+    ("nvidia-cufft", "12.0.0.61.1", _AARCH64, None),      # in ==12.0.0.61.*, no x86_64 wheel
+    ("nvidia-curand", "10.4.0.35.1", None, "test world: yanked"),  # in ==10.4.0.35.*, yanked
+]
+
+# The suffixed names of the CUDA 13 toolkit components: 0.0.1 source-only stubs whose build
+# exits with an error (reference §9 [V2]); served as sdists, never installable.
+CUDA13_STUBS = ["nvidia-cublas-cu13", "nvidia-cuda-runtime-cu13", "nvidia-cuda-nvrtc-cu13",
+                "nvidia-cuda-cupti-cu13", "nvidia-cufft-cu13", "nvidia-curand-cu13",
+                "nvidia-cusolver-cu13", "nvidia-cusparse-cu13", "nvidia-nvjitlink-cu13",
+                "nvidia-nvtx-cu13", "nvidia-cufile-cu13"]
+STUB_VERSION = "0.0.1"
+
 # Pure-Python stand-ins for torch's other requirements: (name, version, module, requires).
 STAND_INS = [
     ("filelock", "3.18.0", "filelock", []),
@@ -38,6 +63,7 @@ STAND_INS = [
     ("triton", "3.4.0", "triton", []),
     ("triton", "3.5.1", "triton", []),
     ("triton", "3.6.0", "triton", []),
+    ("triton", "3.7.0", "triton", []),
     ("cuda-bindings", "12.9.4", "cuda.bindings", []),
     ("cuda-bindings", "13.0.3", "cuda.bindings", []),
 ]

@@ -49,6 +49,9 @@ struct Distribution {
   bool meta = false;
   std::vector<Release> releases;
   std::string source;
+  // Names that stand for this distribution on an index but are source-only placeholders
+  // whose build fails ("nvidia-cublas-cu13" for nvidia-cublas): never installed.
+  std::vector<std::string> placeholders;  // normalised
 
   // The release whose version range holds `version`; nullptr when none does.
   const Release* release_for(const pep::Version& version) const;
@@ -90,7 +93,8 @@ struct PreloadRule {
 // A torch build that manifests/torch.json lists, with what it is known to preload after a
 // successful load (nullopt: not recorded; the version rules decide).
 struct TorchBuild {
-  std::string version;  // with its local label, "2.8.0+cu128"
+  std::string version;        // with its local label, "2.8.0+cu128"
+  bool pypi_default = false;  // PyPI serves it without the local label ("2.8.0")
   std::optional<PreloadWay> on_success;
   std::vector<std::string> exclude;  // library folders its table does not have
 };
@@ -104,6 +108,8 @@ struct TorchPreload {
   std::vector<TorchBuild> builds;
   std::string source;
 
+  // The build of this installed version: exact, or the PyPI default build of a version
+  // without a local label. nullptr when not listed.
   const TorchBuild* find_build(std::string_view version) const;
 
   // The rule for this torch version (its local label ignored); nullptr when none matches.
@@ -120,6 +126,9 @@ class Manifests {
 
   const std::vector<Distribution>& distributions() const { return m_distributions; }
   const Distribution* find_distribution(std::string_view name) const;  // normalises
+  // The distribution `name` is a placeholder of (nvidia-cublas for nvidia-cublas-cu13);
+  // nullptr when `name` is no placeholder. Normalises.
+  const Distribution* placeholder_of(std::string_view name) const;
   // Distributions (of `cuda_major`, or any when 0) that ship `soname` in some release.
   std::vector<const Distribution*> providers_of(std::string_view soname, int cuda_major) const;
   // "system" or "driver" when the soname must never be fetched.
