@@ -58,6 +58,7 @@ std::optional<std::size_t> LoadGraph::find_loaded(std::string_view name) const {
   // (l_libname), or its DT_SONAME.
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const LoadedObject& object = objects[i];
+    if (object.unloaded) continue;
     if (object.path.native() == name || has_name(object.names, name) ||
         (object.info && !object.info->soname.empty() && object.info->soname == name)) {
       return i;
@@ -282,7 +283,7 @@ class Resolver::Session {
     if (c.record->device != 0 || c.record->inode != 0) {
       for (std::size_t i = 0; i < m_graph.objects.size(); ++i) {
         const LoadedObject& o = m_graph.objects[i];
-        if (o.device == c.record->device && o.inode == c.record->inode) {
+        if (!o.unloaded && o.device == c.record->device && o.inode == c.record->inode) {
           r.object = i;
           break;
         }
@@ -412,21 +413,112 @@ Resolution Resolver::resolve_dlopen(const LoadGraph& graph, std::size_t requeste
   return session.resolve(requester, soname);
 }
 
-Result<LoadGraph> Resolver::load(const fs::path& root, std::span<const fs::path> preloaded) {
+std::size_t Resolver::add_object(LoadGraph& graph, const fs::path& path, const ElfRecord& record,
+                                 LoadReason reason, std::optional<std::size_t> loader,
+                                 std::string name) {
+  LoadedObject object;
+  object.path = path;
+  object.info = record.info;
+  object.reason = reason;
+  object.loader = loader;
+  if (!name.empty()) object.names.push_back(std::move(name));
+  object.device = record.device;
+  object.inode = record.inode;
+  graph.objects.push_back(std::move(object));
+  return graph.objects.size() - 1;
+}
+
+void Resolver::bind(LoadGraph& graph, Resolution& r, std::optional<std::size_t> loader,
+                    LoadReason reason, std::deque<std::size_t>& queue, bool add_name) {
+  if (!r.path) return;
+  if (r.object) {
+    LoadedObject& existing = graph.objects[*r.object];
+    if (add_name && r.step != SearchStep::already_loaded && !has_name(existing.names, r.soname)) {
+      existing.names.push_back(r.soname);  // add_name_to_object
+    }
+    return;
+  }
+  auto record = m_source->get(*r.path);
+  r.object = add_object(graph, *r.path, *record, reason, loader, r.soname);
+  queue.push_back(*r.object);
+}
+
+void Resolver::load_needed(LoadGraph& graph, std::deque<std::size_t> queue,
+                           std::vector<std::size_t>* added, std::size_t first_new) {
+  // glibc stops a dlopen at its first missing name; the simulation goes on to report every
+  // one, but from then on names no object loaded before this dlopen (glibc never got there).
+  bool failed = false;
+  while (!queue.empty()) {
+    const std::size_t index = queue.front();
+    queue.pop_front();
+    if (added != nullptr) added->push_back(index);
+    const auto info = graph.objects[index].info;
+    std::vector<Resolution> needs;
+    for (const std::string& needed : info->needed) {
+      Session session(*this, graph);
+      Resolution r = session.resolve(index, needed);
+      const bool add_name = !failed || !r.object || *r.object >= first_new;
+      bind(graph, r, index, LoadReason::needed, queue, add_name);
+      failed |= !r.resolved();
+      needs.push_back(std::move(r));
+    }
+    graph.objects[index].needs = std::move(needs);
+  }
+}
+
+namespace {
+
+// dlerror()'s text for a name that is not found: glibc prefixes the name to the messages that
+// do not name a file already (_dl_signal_error with the name as objname).
+std::string dlerror_text(const Resolution& r) {
+  if (r.error.starts_with("cannot open shared object file") ||
+      r.error.starts_with("wrong ELF class")) {
+    return fmt::format("{}: {}", r.soname, r.error);
+  }
+  return r.error;
+}
+
+// The first failure of a closure in the order _dl_map_object_deps meets it.
+std::string first_failure(const LoadGraph& graph, std::span<const std::size_t> objects) {
+  for (std::size_t index : objects) {
+    for (const Resolution& need : graph.objects[index].needs) {
+      if (!need.resolved()) return dlerror_text(need);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+DlopenResult Resolver::open(LoadGraph& graph, std::optional<std::size_t> caller,
+                            std::string_view name, LoadReason reason, bool unload_on_failure) {
+  DlopenResult result;
+  Session session(*this, graph);
+  result.resolution = session.resolve(caller, name);
+  if (!result.resolution.resolved()) {
+    result.error = dlerror_text(result.resolution);
+    return result;
+  }
+  // The new object gets no loader: _dl_map_object drops it under __RTLD_CALLMAP.
+  const std::size_t first_new = graph.objects.size();
+  std::deque<std::size_t> queue;
+  bind(graph, result.resolution, std::nullopt, reason, queue);
+  load_needed(graph, std::move(queue), &result.added, first_new);
+  result.error = first_failure(graph, result.added);
+  if (!result.error.empty() && unload_on_failure) {
+    for (std::size_t index : result.added) graph.objects[index].unloaded = true;
+  }
+  return result;
+}
+
+DlopenResult Resolver::dlopen(LoadGraph& graph, std::optional<std::size_t> caller,
+                              std::string_view name) {
+  return open(graph, caller, name, LoadReason::dlopened, /*unload_on_failure=*/true);
+}
+
+Result<LoadGraph> Resolver::start(const fs::path& main_path,
+                                  std::span<const fs::path> ld_preloads) {
   LoadGraph graph;
-  auto add_object = [&](const fs::path& path, const ElfRecord& record, LoadReason reason,
-                        std::optional<std::size_t> loader, std::string name) {
-    LoadedObject object;
-    object.path = path;
-    object.info = record.info;
-    object.reason = reason;
-    object.loader = loader;
-    if (!name.empty()) object.names.push_back(std::move(name));
-    object.device = record.device;
-    object.inode = record.inode;
-    graph.objects.push_back(std::move(object));
-    return graph.objects.size() - 1;
-  };
   auto read_required = [&](const fs::path& path) -> Result<std::shared_ptr<const ElfRecord>> {
     auto record = m_source->get(path);
     if (record->state != ElfRecord::State::elf) {
@@ -434,11 +526,9 @@ Result<LoadGraph> Resolver::load(const fs::path& root, std::span<const fs::path>
     }
     return record;
   };
-
-  const fs::path& main_path = m_executable ? *m_executable : root;
   VENVFIX_TRY_ASSIGN(auto main_record, read_required(main_path));
-  graph.main_program =
-      add_object(main_path, *main_record, LoadReason::main_program, std::nullopt, std::string());
+  graph.main_program = add_object(graph, main_path, *main_record, LoadReason::main_program,
+                                  std::nullopt, std::string());
 
   // The dynamic loader is loaded before anything else; DT_NEEDED on its soname binds to it.
   const fs::path interpreter = !main_record->info->interpreter.empty()
@@ -447,65 +537,56 @@ Result<LoadGraph> Resolver::load(const fs::path& root, std::span<const fs::path>
   if (!interpreter.empty()) {
     auto record = m_source->get(interpreter);
     if (record->state == ElfRecord::State::elf) {
-      add_object(interpreter, *record, LoadReason::interpreter, std::nullopt, interpreter.string());
+      add_object(graph, interpreter, *record, LoadReason::interpreter, std::nullopt,
+                 interpreter.string());
     }
   }
 
-  auto bind = [&](Resolution& r, std::optional<std::size_t> loader, LoadReason reason,
-                  std::deque<std::size_t>& queue) {
-    if (!r.path) return;
-    if (r.object) {
-      LoadedObject& existing = graph.objects[*r.object];
-      if (r.step != SearchStep::already_loaded && !has_name(existing.names, r.soname)) {
-        existing.names.push_back(r.soname);  // add_name_to_object
-      }
-      return;
-    }
-    auto record = m_source->get(*r.path);
-    r.object = add_object(*r.path, *record, reason, loader, r.soname);
-    queue.push_back(*r.object);
-  };
-
-  // _dl_map_object_deps: breadth-first over the queue, each DT_NEEDED in order.
-  auto run_queue = [&](std::deque<std::size_t> queue) {
-    while (!queue.empty()) {
-      const std::size_t index = queue.front();
-      queue.pop_front();
-      const auto info = graph.objects[index].info;
-      std::vector<Resolution> needs;
-      for (const std::string& needed : info->needed) {
-        Session session(*this, graph);
-        Resolution r = session.resolve(index, needed);
-        bind(r, index, LoadReason::needed, queue);
-        needs.push_back(std::move(r));
-      }
-      graph.objects[index].needs = std::move(needs);
-    }
-  };
-
+  // do_preload (elf/rtld.c): each path with the main program as loader, before any DT_NEEDED.
   std::deque<std::size_t> queue{graph.main_program};
-  for (const fs::path& path : preloaded) {
+  for (const fs::path& path : ld_preloads) {
     Session session(*this, graph);
-    Resolution r = session.resolve(graph.main_program, path.string());
+    DlopenResult preload;
+    preload.resolution = session.resolve(graph.main_program, path.string());
+    if (!preload.resolution.resolved()) preload.error = dlerror_text(preload.resolution);
     std::deque<std::size_t> added;
-    bind(r, graph.main_program, LoadReason::preloaded, added);
+    bind(graph, preload.resolution, graph.main_program, LoadReason::preloaded, added);
     for (std::size_t index : added) queue.push_back(index);
-    graph.preloads.push_back(std::move(r));
+    preload.added.assign(added.begin(), added.end());
+    graph.preloads.push_back(std::move(preload));
   }
-  run_queue(std::move(queue));
+  load_needed(graph, std::move(queue));
+  return graph;
+}
 
+Result<LoadGraph> Resolver::load(const fs::path& root, std::span<const fs::path> preloaded,
+                                 PreloadAs as) {
+  const bool ld_preload = as == PreloadAs::ld_preload || !m_executable;
+  VENVFIX_TRY_ASSIGN(LoadGraph graph, start(m_executable ? *m_executable : root,
+                                            ld_preload ? preloaded : std::span<const fs::path>()));
   if (!m_executable) {
     graph.root = graph.main_program;
+    std::vector<std::size_t> all(graph.objects.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    graph.root_error = first_failure(graph, all);
     return graph;
   }
-  // dlopen(root): a path, so no search; the new object has no loader (__RTLD_CALLMAP).
-  Session session(*this, graph);
-  Resolution r = session.resolve(std::nullopt, root.string());
-  if (!r.path) return make_error(ExitCode::error, "cannot load {}: {}", root.string(), r.error);
-  std::deque<std::size_t> added;
-  bind(r, std::nullopt, LoadReason::dlopened, added);
-  graph.root = *r.object;
-  run_queue(std::move(added));
+  // ctypes.CDLL(path) for each preload, in order, in the running interpreter.
+  if (!ld_preload) {
+    for (const fs::path& path : preloaded) {
+      graph.preloads.push_back(open(graph, std::nullopt, path.string(), LoadReason::preloaded,
+                                    /*unload_on_failure=*/true));
+    }
+  }
+  // dlopen(root): a path, so no search. Its closure is kept even when part of it is missing.
+  DlopenResult opened = open(graph, std::nullopt, root.string(), LoadReason::dlopened,
+                             /*unload_on_failure=*/false);
+  if (!opened.resolution.path) {
+    return make_error(ExitCode::error, "cannot load {}: {}", root.string(),
+                      opened.resolution.error);
+  }
+  graph.root = *opened.resolution.object;
+  graph.root_error = std::move(opened.error);
   return graph;
 }
 

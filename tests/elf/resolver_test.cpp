@@ -76,9 +76,9 @@ class ElfResolver : public ::testing::Test {
   fs::path path(const std::string& relative) const { return m_dir->path() / relative; }
   LoadGraph load(const SystemView& view, const fs::path& root,
                  std::optional<fs::path> executable = std::nullopt,
-                 std::vector<fs::path> preloaded = {}) {
+                 std::vector<fs::path> preloaded = {}, PreloadAs as = PreloadAs::dlopen) {
     Resolver resolver(view, nullptr, std::move(executable));
-    auto graph = resolver.load(root, preloaded);
+    auto graph = resolver.load(root, preloaded, as);
     EXPECT_TRUE(graph) << graph.error().message;
     return graph ? std::move(*graph) : LoadGraph{};
   }
@@ -283,7 +283,8 @@ TEST_F(ElfResolver, PreloadedObjectsSatisfyLaterNeeds) {
   build_shared_object(path("a/liba.so"), SharedObject("liba.so").needs(path("p/libp.so.1")));
   LoadGraph without = load(m_host, path("a/liba.so"));
   ASSERT_EQ(without.unresolved().size(), 1u);
-  LoadGraph graph = load(m_host, path("a/liba.so"), std::nullopt, {path("p/libp.so.1")});
+  LoadGraph graph =
+      load(m_host, path("a/liba.so"), std::nullopt, {path("p/libp.so.1")}, PreloadAs::ld_preload);
   EXPECT_TRUE(graph.unresolved().empty());
   const Resolution* r = need(graph, "liba.so", "libp.so.1");
   ASSERT_NE(r, nullptr);

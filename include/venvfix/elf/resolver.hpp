@@ -17,12 +17,18 @@
 // the loader's error. A file already loaded under another path (same device and inode) binds
 // to the loaded object.
 //
+// Objects opened with dlopen (the root, Python-side preloads, Resolver::dlopen) get no loader:
+// glibc's dl_open_worker passes the caller only to choose the search path (__RTLD_CALLMAP), so
+// the DT_RPATH chain of their dependencies ends at them. A dlopen whose name or any DT_NEEDED of
+// its closure cannot be found fails as a whole: glibc unloads what it mapped (see `unloaded`).
+//
 // A Resolver is not thread-safe (it caches directory listings); use one per thread. The
 // ElfSource it reads through may be shared between threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -85,15 +91,45 @@ struct LoadedObject {
   std::vector<Resolution> needs;      // one per DT_NEEDED, in order
   std::uint64_t device = 0;
   std::uint64_t inode = 0;
+  // Loaded by a dlopen that failed (a preload or Resolver::dlopen): glibc unloaded it again, so
+  // nothing binds to it later; it stays in the graph so that its unresolved needs are seen.
+  bool unloaded = false;
+};
+
+// What one dlopen did: a preload, the root, Resolver::dlopen.
+struct DlopenResult {
+  Resolution resolution;           // the name or path given to dlopen
+  std::vector<std::size_t> added;  // the objects it loaded, in load order
+  // dlerror()'s text when the dlopen fails, as glibc words it: the first name of the closure,
+  // breadth-first, that is not found ("libx.so.1: cannot open shared object file: No such file
+  // or directory"). Empty: it loads.
+  std::string error;
+
+  bool ok() const { return error.empty(); }
+};
+
+// How Resolver::load treats the preloaded paths.
+enum class PreloadAs {
+  // dlopen(path), in order, after the main program and its dependencies, before the root: what
+  // ctypes.CDLL in a running interpreter does (torch's Python-side preload). A preload that fails
+  // is unloaded and the next one is tried. Needs an executable; without one, as ld_preload.
+  dlopen,
+  // Before the main program's dependencies, with the main program as loader (LD_PRELOAD).
+  ld_preload,
 };
 
 struct LoadGraph {
   std::vector<LoadedObject> objects;  // in load order
   std::size_t main_program = 0;
   std::size_t root = 0;
-  std::vector<Resolution> preloads;  // one per preloaded path, in order
+  std::vector<DlopenResult> preloads;  // one per preloaded path, in order
+  // What dlopen(root) reports (the first name of its closure that is not found); empty: it
+  // loads. The root's closure is kept in the graph either way (never `unloaded`), so that the
+  // analysis sees every name it lacks.
+  std::string root_error;
 
-  // The loaded object a name binds to without a search (_dl_lookup_map), if any.
+  // The loaded object a name binds to without a search (_dl_lookup_map), if any; never an
+  // `unloaded` one.
   std::optional<std::size_t> find_loaded(std::string_view name) const;
   // Every unresolved need: (needing object, resolution).
   std::vector<std::pair<std::size_t, const Resolution*>> unresolved() const;
@@ -106,14 +142,22 @@ class Resolver {
   explicit Resolver(SystemView system, std::shared_ptr<ElfSource> source = nullptr,
                     std::optional<fs::path> executable = std::nullopt);
 
-  // Loads like ld.so: the main program, the interpreter, then each `preloaded` path (as
-  // LD_PRELOAD does), then breadth-first every DT_NEEDED; with an executable configured, the
-  // root is then loaded as dlopen(root) would, with its dependencies. Error: the root or the
-  // executable cannot be read as an ELF object.
-  Result<LoadGraph> load(const fs::path& root, std::span<const fs::path> preloaded = {});
+  // Loads like ld.so: the main program, the interpreter, then breadth-first every DT_NEEDED;
+  // `preloaded` paths as `as` says. With an executable configured, the root is then loaded as
+  // dlopen(root) would, with its dependencies. Error: the root or the executable cannot be read
+  // as an ELF object.
+  Result<LoadGraph> load(const fs::path& root, std::span<const fs::path> preloaded = {},
+                         PreloadAs as = PreloadAs::dlopen);
+
+  // dlopen(name, RTLD_NOW) called from code in object `caller` (nullopt: the main program; for
+  // a path the caller does not matter): a name without '/' is searched like a DT_NEEDED of the
+  // caller (its DT_RPATH chain unless it has DT_RUNPATH, LD_LIBRARY_PATH, its DT_RUNPATH, the
+  // cache, the default directories); the new object has no loader, and its DT_NEEDED closure
+  // is added breadth-first. On failure the objects it added stay in the graph, `unloaded`.
+  DlopenResult dlopen(LoadGraph& graph, std::optional<std::size_t> caller, std::string_view name);
 
   // Where dlopen(soname) called from object `requester` would find the library: the same
-  // search as for a DT_NEEDED of `requester`. The graph is not changed.
+  // search as for a DT_NEEDED of `requester`. The graph is not changed (see dlopen()).
   Resolution resolve_dlopen(const LoadGraph& graph, std::size_t requester, std::string_view soname);
 
   const SystemView& system() const { return m_system; }
@@ -126,6 +170,21 @@ class Resolver {
   };
   struct Candidate;
   class Session;
+
+  // The main program, the interpreter, `ld_preloads` (LD_PRELOAD) and their closure.
+  Result<LoadGraph> start(const fs::path& main_path, std::span<const fs::path> ld_preloads);
+  DlopenResult open(LoadGraph& graph, std::optional<std::size_t> caller, std::string_view name,
+                    LoadReason reason, bool unload_on_failure);
+  std::size_t add_object(LoadGraph& graph, const fs::path& path, const ElfRecord& record,
+                         LoadReason reason, std::optional<std::size_t> loader, std::string name);
+  // Binds a resolution: to the object it names, or to a new object appended to `queue`.
+  // `add_name`: whether a name found for a loaded object is added to its names.
+  void bind(LoadGraph& graph, Resolution& r, std::optional<std::size_t> loader, LoadReason reason,
+            std::deque<std::size_t>& queue, bool add_name = true);
+  // _dl_map_object_deps: breadth-first over `queue`, each DT_NEEDED in order; `added` gets
+  // every object it walks. Objects from `first_new` on are this dlopen's own.
+  void load_needed(LoadGraph& graph, std::deque<std::size_t> queue,
+                   std::vector<std::size_t>* added = nullptr, std::size_t first_new = 0);
 
   const std::vector<SearchDir>& search_list(const LoadGraph& graph, std::size_t object,
                                             bool runpath);
