@@ -28,6 +28,7 @@ struct ApplyArgs {
   bool wait = false;
   std::optional<std::string> verify_cmd;
   std::vector<std::string> targets;
+  TransactionProbeArgs probe;
   int load_timeout = 60;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
 };
@@ -99,6 +100,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
   txn::ApplyOptions apply_options;
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
+  apply_options.probe = transaction_probe(options, args.probe);
   apply_options.load_timeout_s = args.load_timeout;
   apply_options.link_mode = args.link_mode;
   apply_options.reason =
@@ -156,6 +158,7 @@ void add_apply_command(CLI::App& app, CommandContext& context) {
                   "cache)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, wheel::LinkMode>{
           {"hardlink", wheel::LinkMode::hardlink}, {"copy", wheel::LinkMode::copy}}));
+  add_transaction_probe_options(*sub, args->probe);
   sub->footer(
       "Exit codes: 0 applied (or nothing to do), 4 download failed, 5 verification failed (rolled "
       "back), 6 locked or unfinished transaction, 7 the plan no longer matches the venv, 1/2 "

@@ -17,6 +17,7 @@
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/snapshot.hpp"
 #include "venvfix/verify/analysis.hpp"
+#include "venvfix/verify/probe.hpp"
 
 namespace venvfix::cli {
 
@@ -28,7 +29,27 @@ struct RunArgs {
   bool wait = false;
   std::vector<std::string> targets;
   std::vector<std::string> command;
+  TransactionProbeArgs probe;
 };
+
+// The probe after the command, when the venv was whole before it (else a failing import says
+// nothing about the command): its problems, one sentence each.
+std::vector<std::string> probe_breakage(const GlobalOptions& options, const RunArgs& args,
+                                        const verify::Analysis& after,
+                                        const manifest::Manifests& manifests) {
+  std::optional<verify::ProbeOptions> probe = transaction_probe(options, args.probe);
+  if (!probe) return {};
+  if (probe->statement.empty()) probe->statement = verify::default_probe_statement(after);
+  if (probe->statement.empty() || !verify::interpreter_runs_here(after.venv)) return {};
+  auto run = verify::run_probe(after.venv, *probe);
+  if (!run) return {run.error().message};
+  verify::ProbeResult result = verify::judge_probe(std::move(run).value(), after, manifests);
+  std::vector<std::string> out;
+  for (const verify::ProbeFinding& finding : result.findings) {
+    if (finding.severity == verify::Severity::problem) out.push_back("probe: " + finding.message);
+  }
+  return out;
+}
 
 // The findings that mean "a target is broken": keyed so that before/after compare.
 std::map<std::string, std::string> breakage(const verify::Analysis& analysis) {
@@ -122,6 +143,8 @@ Result<int> run_run(const GlobalOptions& options, const RunArgs& args) {
   for (const auto& [key, message] : breakage(*after)) {
     if (!was.contains(key)) broke.push_back(message);
   }
+  if (broke.empty() && was.empty())
+    broke = probe_breakage(options, args, *after, session.manifests);
   if (broke.empty()) {
     if (!args.keep_snapshot)
       VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));
@@ -162,6 +185,7 @@ void add_run_command(CLI::App& app, CommandContext& context) {
   sub->add_option("command", args->command, "The command and its arguments, after --")
       ->required()
       ->expected(-1);
+  add_transaction_probe_options(*sub, args->probe);
   sub->footer(
       "Exit codes: the command's own status; 5 when it broke a target and was rolled back, "
       "3 with --keep.");

@@ -27,6 +27,7 @@ struct UninstallArgs {
   bool wait = false;
   std::optional<std::string> verify_cmd;
   std::vector<std::string> targets;
+  TransactionProbeArgs probe;
 };
 
 // What the removal would break, in the planner's words: the repairs it needs (which soname,
@@ -85,6 +86,7 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
   txn::ApplyOptions apply_options;
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
+  apply_options.probe = transaction_probe(options, args.probe);
   apply_options.reason = "uninstall " + join(args.dists, " ");
   if (!broken.empty()) {
     if (args.force) {
@@ -136,6 +138,7 @@ void add_uninstall_command(CLI::App& app, CommandContext& context) {
                   "A command (run with /bin/sh -c, the venv activated) that must succeed");
   sub->add_option("--target", args->targets,
                   "Distribution whose libraries must keep loading (repeatable)");
+  add_transaction_probe_options(*sub, args->probe);
   sub->footer(
       "Exit codes: 0 uninstalled, 3 refused (it would break a target), 4 download failed "
       "(--repair), 5 verification failed (rolled back), 6 locked, 1/2 errors.");

@@ -1,5 +1,7 @@
 #include "cli/session.hpp"
 
+#include <cstdlib>
+
 #include "venvfix/txn/lock.hpp"
 
 namespace venvfix::cli {
@@ -24,6 +26,33 @@ Result<Session> open_session(const GlobalOptions& options) {
     system.cache = std::move(cache).value();
   }
   return Session{std::move(venv), std::move(manifests), std::move(system)};
+}
+
+verify::ProbeOptions probe_view(const GlobalOptions& options) {
+  verify::ProbeOptions probe;
+  probe.ld_cache = options.ld_cache;
+  if (options.use_ld_library_path) {
+    if (const char* value = std::getenv("LD_LIBRARY_PATH")) probe.ld_library_path = value;
+  }
+  return probe;
+}
+
+void add_transaction_probe_options(CLI::App& sub, TransactionProbeArgs& args) {
+  sub.add_flag("--no-probe", args.no_probe,
+               "Skip the last verification step: `import torch` in the venv's own interpreter");
+  sub.add_option("--probe-cmd", args.probe_cmd,
+                 "The Python statement that step runs instead of `import torch`");
+  sub.add_option("--probe-timeout", args.probe_timeout, "Seconds that step may take (default 120)")
+      ->check(CLI::PositiveNumber);
+}
+
+std::optional<verify::ProbeOptions> transaction_probe(const GlobalOptions& options,
+                                                      const TransactionProbeArgs& args) {
+  if (args.no_probe) return std::nullopt;
+  verify::ProbeOptions probe = probe_view(options);
+  probe.statement = args.probe_cmd.value_or("");
+  probe.timeout_seconds = args.probe_timeout;
+  return probe;
 }
 
 }  // namespace venvfix::cli

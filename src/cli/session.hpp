@@ -2,10 +2,16 @@
 // view of the system, built from the global options.
 #pragma once
 
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
 #include "cli/global_options.hpp"
 #include "venvfix/elf/resolver.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/manifest/manifests.hpp"
+#include "venvfix/verify/probe.hpp"
 
 namespace venvfix::cli {
 
@@ -16,5 +22,20 @@ struct Session {
 };
 
 Result<Session> open_session(const GlobalOptions& options);
+
+// The probe's loader view from the global options (the same --ld-cache and
+// --use-ld-library-path the static analysis resolves with); statement and timeout unset.
+verify::ProbeOptions probe_view(const GlobalOptions& options);
+
+// --no-probe, --probe-cmd and --probe-timeout of apply, uninstall and run.
+struct TransactionProbeArgs {
+  bool no_probe = false;
+  std::optional<std::string> probe_cmd;
+  int probe_timeout = 120;
+};
+void add_transaction_probe_options(CLI::App& sub, TransactionProbeArgs& args);
+// The probe those commands verify with; nullopt with --no-probe.
+std::optional<verify::ProbeOptions> transaction_probe(const GlobalOptions& options,
+                                                      const TransactionProbeArgs& args);
 
 }  // namespace venvfix::cli

@@ -106,7 +106,39 @@ struct VerifyInput {
   std::set<std::string> installed;  // normalised names
 };
 
-// Runs the three checks into `report`; returns the failures, one sentence each.
+// The last check: the venv's own import (verify/probe.hpp). Its problems fail the
+// transaction, unless the plan said it cannot make the targets whole (then they are reported).
+void probe_after_moves(const verify::Analysis& after, const manifest::Manifests& manifests,
+                       const ApplyOptions& options, const VerifyInput& input, ApplyReport& report,
+                       std::vector<std::string>& failures) {
+  verify::ProbeOptions probe = *options.probe;
+  if (probe.statement.empty()) probe.statement = verify::default_probe_statement(after);
+  if (probe.statement.empty()) {
+    report.probe_skipped = "no import is known for " + after.target_names();
+  } else if (!verify::interpreter_runs_here(after.venv)) {
+    report.probe_skipped = "the venv's interpreter is not of this host's architecture";
+  }
+  if (!report.probe_skipped.empty()) {
+    spdlog::info("probe skipped: {}", report.probe_skipped);
+    return;
+  }
+  auto run = verify::run_probe(after.venv, probe);
+  if (!run) {
+    failures.push_back(run.error().message);
+    return;
+  }
+  report.probe = verify::judge_probe(std::move(run).value(), after, manifests);
+  for (const verify::ProbeFinding& finding : report.probe->findings) {
+    if (finding.severity != verify::Severity::problem) continue;
+    if (input.plan.unresolved.is_array() && !input.plan.unresolved.empty()) {
+      spdlog::warn("probe: {}", finding.message);
+    } else {
+      failures.push_back("probe: " + finding.message);
+    }
+  }
+}
+
+// Runs the checks into `report`; returns the failures, one sentence each.
 std::vector<std::string> verify_after_moves(const env::Venv& venv,
                                             const manifest::Manifests& manifests,
                                             const elf::SystemView& system,
@@ -179,6 +211,8 @@ std::vector<std::string> verify_after_moves(const env::Venv& venv,
       }
     }
   }
+  if (options.probe && failures.empty())
+    probe_after_moves(*after, manifests, options, input, report, failures);
   return failures;
 }
 

@@ -60,7 +60,8 @@ nlohmann::json apply_json(const ApplyReport& report, std::string_view command) {
            {{"ok", report.verified},
             {"targets", {{"failures", std::move(failures)}, {"remaining", std::move(remaining)}}},
             {"loads", std::move(loads)},
-            {"verify_cmd", std::move(verify_cmd)}}},
+            {"verify_cmd", std::move(verify_cmd)},
+            {"probe", report.probe ? verify::probe_json(*report.probe) : json(nullptr)}}},
           {"timings",
            {{"check_s", rounded(t.check_s)},
             {"download_s", rounded(t.download_s)},
@@ -94,6 +95,19 @@ std::vector<std::string> describe_verification(const ApplyReport& report) {
     lines.push_back(report.verify_cmd->timed_out ? std::string("--verify-cmd timed out")
                                                  : fmt::format("--verify-cmd exited with status {}",
                                                                report.verify_cmd->exit_code));
+  }
+  if (report.probe) {
+    lines.push_back(
+        report.probe->run.import_ok
+            ? fmt::format("`{}` works in the venv's interpreter ({:.2f} s)",
+                          report.probe->run.statement, report.probe->run.seconds)
+            : fmt::format("`{}` failed: {}", report.probe->run.statement, report.probe->run.error));
+    for (const verify::ProbeFinding& finding : report.probe->findings) {
+      lines.push_back(
+          fmt::format("probe {}: {}", verify::to_string(finding.kind), finding.message));
+    }
+  } else if (!report.probe_skipped.empty()) {
+    lines.push_back("probe skipped: " + report.probe_skipped);
   }
   return lines;
 }

@@ -135,6 +135,7 @@ TEST_F(ApplyCli, TheWholeStory) {
   EXPECT_EQ(report["verification"]["ok"], true);
   ASSERT_TRUE(report["snapshot"].is_string()) << report.dump(2);
   EXPECT_FALSE(report["verification"]["loads"].empty());
+  EXPECT_EQ(report["verification"]["probe"]["ok"], true) << report.dump(2);
   bool cudnn = false;
   for (const json& action : report["actions"]) cudnn |= action["dist"] == "nvidia-cudnn-cu12";
   EXPECT_TRUE(cudnn) << report.dump(2);
@@ -253,6 +254,12 @@ TEST_F(ApplyCli, VerificationFaultsRollBack) {
   // --verify-cmd failing.
   expect_refused(venvfix(venv, {"apply", plan.string(), "--verify-cmd", "echo no torch; exit 3"}),
                  5, "--verify-cmd", before, venv);
+
+  // The probe, the last step, failing: `import torch` works, the statement after it raises.
+  expect_refused(
+      venvfix(venv, {"apply", plan.string(), "--probe-cmd",
+                     "import torch\nraise RuntimeError('venvfix test: the probe says no')"}),
+      5, "the probe says no", before, venv);
 
   // A wheel whose library does not load (its DT_NEEDED exists nowhere).
   fs::path tree = path("broken-tree");

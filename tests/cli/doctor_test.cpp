@@ -226,6 +226,53 @@ TEST_F(Doctor, SecondRunReadsNoLibraryBytes) {
   EXPECT_THAT(second.err, ::testing::HasSubstr("hashed 0 (0 bytes)"));
 }
 
+// --probe: the venv's own `import torch` beside the static report (tests/verify/probe_test.cpp
+// covers the findings; here the command line, the document and the exit code).
+TEST_F(Doctor, ProbeOnTheSeedFailsWithTheLoadersMessage) {
+  if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare";
+  DoctorRun run = run_venvfix(scenario("seed"), {"doctor", "--probe"}, View::hermetic);
+  EXPECT_EQ(run.exit_code, 3) << run.err;
+  ASSERT_TRUE(run.document.contains("probe")) << run.document.dump(2);
+  const json& probe = run.document["probe"];
+  EXPECT_EQ(probe["ok"], false);
+  EXPECT_EQ(probe["statement"], "import torch");
+  EXPECT_THAT(probe["error"].get<std::string>(),
+              ::testing::HasSubstr("libcudnn.so.9: cannot open shared object file"));
+  ASSERT_FALSE(probe["findings"].empty());
+  EXPECT_EQ(probe["findings"][0]["kind"], "import-failed");
+  EXPECT_EQ(probe["findings"][0]["severity"], "problem");
+  EXPECT_THAT(probe["loader_view"].get<std::string>(), ::testing::HasSubstr("mount namespace"));
+}
+
+TEST_F(Doctor, ProbeOnAHealthyVenvAgreesWithTheStaticAnswer) {
+  if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare";
+  fs::path venv = scenario("healthy");
+  DoctorRun run = run_venvfix(venv, {"doctor", "--probe"}, View::hermetic);
+  EXPECT_EQ(run.exit_code, 0) << run.document.dump(2) << run.err;
+  const json& probe = run.document["probe"];
+  EXPECT_EQ(probe["ok"], true);
+  EXPECT_TRUE(probe["findings"].empty()) << probe["findings"].dump(2);
+  bool cudnn = false;
+  for (const json& library : probe["loaded"]) {
+    if (library["soname"] == "libcudnn.so.9") {
+      cudnn = true;
+      EXPECT_EQ(library["inside_venv"], true);
+      EXPECT_EQ(library["dists"], json::array({"nvidia-cudnn-cu12"}));
+    }
+  }
+  EXPECT_TRUE(cudnn) << probe.dump(2);
+
+  // Without --probe, no probe; --probe-cmd runs another statement; a failing one is exit 3.
+  DoctorRun plain = run_venvfix(venv, {"doctor"}, View::hermetic);
+  EXPECT_EQ(plain.exit_code, 0);
+  EXPECT_FALSE(plain.document.contains("probe"));
+  DoctorRun failing =
+      run_venvfix(venv, {"doctor", "--probe-cmd", "import venvfix_no_such_module"}, View::hermetic);
+  EXPECT_EQ(failing.exit_code, 3);
+  EXPECT_THAT(failing.document["probe"]["error"].get<std::string>(),
+              ::testing::HasSubstr("No module named 'venvfix_no_such_module'"));
+}
+
 TEST(DoctorErrors, NotAVenvIsBadUsage) {
   auto dir = TempDir::create("venvfix-not-a-venv-");
   ASSERT_TRUE(dir);

@@ -69,6 +69,33 @@ TEST_F(RunCli, KeepOnlyReports) {
   EXPECT_TRUE(fs::exists(cudnn));
 }
 
+// A change only the probe sees: torch/__init__.py rewritten with the same size (the static
+// check compares RECORD sizes of Python files, hashes only libraries), so `import torch` breaks.
+TEST_F(RunCli, ABreakOnlyTheProbeSeesIsRolledBack) {
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  // Written to a new file and renamed over the old one, as pip and editors do (an in-place
+  // write would change the snapshot's hard-linked copy too, which rollback refuses).
+  const std::string edit = "import os\np = '" + (venv->purelib / "torch/__init__.py").string() +
+                           "'\ns = open(p).read().replace('import ctypes\\n', 'import ctypeX\\n', "
+                           "1)\nopen(p + '.new', 'w').write(s)\nos.replace(p + '.new', p)";
+  const std::vector<std::string> command = {"--", (m_venv / "bin/python").string(), "-c", edit};
+  auto before = print_of(m_venv);
+  std::vector<std::string> args = {"run"};
+  args.insert(args.end(), command.begin(), command.end());
+  auto result = venvfix_cli(m_venv, args);
+  EXPECT_EQ(result.exit_code, 5) << result.out << result.err;
+  EXPECT_NE(result.err.find("probe: `import torch` failed"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("No module named 'ctypeX'"), std::string::npos) << result.err;
+  auto after = print_of(m_venv);
+  EXPECT_EQ(after, before) << describe_difference(before, after);
+
+  // --no-probe: only the static check, which this edit passes.
+  args = {"run", "--no-probe"};
+  args.insert(args.end(), command.begin(), command.end());
+  EXPECT_EQ(venvfix_cli(m_venv, args).exit_code, 0);
+}
+
 TEST_F(RunCli, HarmlessCommandKeepsItsStatus) {
   auto before = print_of(m_venv);
   EXPECT_EQ(venvfix_cli(m_venv, {"run", "--", "sh", "-c", "exit 7"}).exit_code, 7);

@@ -28,6 +28,7 @@
 #include "venvfix/txn/load_check.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/transaction.hpp"
+#include "venvfix/verify/probe.hpp"
 #include "venvfix/wheel/wheel.hpp"
 
 namespace venvfix::txn {
@@ -49,6 +50,11 @@ struct ApplyOptions {
   // of the same wheel (wheel/unpacked_cache.hpp).
   bool unpacked_cache = true;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;  // --link-mode
+  // The probe (verify/probe.hpp) as the last verification step: the venv's own `import torch`
+  // must work and map nothing the static rules forbid. nullopt: none (--no-probe; the default
+  // of the library, the CLI sets it). Skipped when the interpreter cannot run on this host or
+  // no import is known for the targets.
+  std::optional<verify::ProbeOptions> probe;
 };
 
 struct ActionDone {
@@ -80,7 +86,9 @@ struct ApplyReport {
   TargetVerdict targets;                // the loader-rule check after the moves
   std::vector<LoadResult> loads;        // the dlopen check
   std::optional<CommandOutcome> verify_cmd;
-  bool verified = false;  // every check passed
+  std::optional<verify::ProbeResult> probe;  // when the probe ran
+  std::string probe_skipped;                 // why it did not run, when asked for
+  bool verified = false;                     // every check passed
   ApplyTimings timings;
 };
 

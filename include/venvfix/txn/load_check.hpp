@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "venvfix/base/process.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/elf/system_view.hpp"
 #include "venvfix/manifest/manifests.hpp"
@@ -103,15 +104,14 @@ struct CommandOutcome {
   std::string output;  // stdout and stderr together (the last `max_output` bytes)
 };
 
-// Runs argv (argv[0] looked up in PATH) in its own process group, stdin from /dev/null.
-// `environment`: the whole environment ("K=V"); nullopt: this process's. After
-// `timeout_seconds` the group is killed (SIGKILL). Error: the command cannot be started.
+// run_process (base/process.hpp) with stderr merged into stdout. `environment`: the whole
+// environment ("K=V"); nullopt: this process's. After `timeout_seconds` the process group is
+// killed (SIGKILL). Error: the command cannot be started.
 Result<CommandOutcome> run_with_timeout(const std::vector<std::string>& argv,
                                         const std::optional<std::vector<std::string>>& environment,
                                         int timeout_seconds, std::size_t max_output = 64u << 10);
 
-// This process's environment without LD_LIBRARY_PATH, LD_PRELOAD, LD_AUDIT, PYTHONPATH,
-// PYTHONHOME: the clean environment of the load check.
-std::vector<std::string> clean_environment();
+// The clean environment of the load check (base/process.hpp).
+using ::venvfix::clean_environment;
 
 }  // namespace venvfix::txn
