@@ -220,21 +220,21 @@ void UseCollector::collect_way(const Target& target, const LoadWay& way, std::si
 
 void UseCollector::collect_graph(elf::LoadGraph& graph, std::size_t way,
                                  std::set<fs::path>& reached) {
-  // dlopen'ed objects join the graph, so the loop also walks their own needs.
+  // What an object dlopens joins the graph with its own closure, so this loop also walks the
+  // needs of cuDNN's sub-libraries. (Objects are appended: no reference into the vector is
+  // held across a dlopen.)
   for (std::size_t i = 0; i < graph.objects.size(); ++i) {
-    const elf::LoadedObject& object = graph.objects[i];
-    if (object.reason == elf::LoadReason::main_program ||
-        object.reason == elf::LoadReason::interpreter) {
+    if (graph.objects[i].reason == elf::LoadReason::main_program ||
+        graph.objects[i].reason == elf::LoadReason::interpreter) {
       continue;
     }
-    fs::path path = object.path.lexically_normal();
+    fs::path path = graph.objects[i].path.lexically_normal();
     reached.insert(path);
-    for (const elf::Resolution& need : object.needs) observe(path, need, false, way);
-    if (object.info == nullptr || object.info->soname.empty()) continue;
-    std::vector<std::string> dlopens =
-        dlopens_of(m_analysis, m_manifests, path, graph.objects[i].info->soname);
-    for (const std::string& soname : dlopens) {
-      observe(path, m_resolver.resolve_dlopen(graph, i, soname), true, way);
+    for (const elf::Resolution& need : graph.objects[i].needs) observe(path, need, false, way);
+    std::shared_ptr<const elf::ElfInfo> info = graph.objects[i].info;
+    if (info == nullptr || info->soname.empty()) continue;
+    for (const std::string& soname : dlopens_of(m_analysis, m_manifests, path, info->soname)) {
+      observe(path, m_resolver.dlopen(graph, i, soname).resolution, true, way);
     }
   }
 }
