@@ -2,8 +2,11 @@
 // ownership map.
 #include "venvfix/dist/inventory.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <system_error>
 #include <thread>
 
@@ -67,18 +70,49 @@ bool natural_less(std::string_view a, std::string_view b) {
   return a.size() - i < b.size() - j;
 }
 
-void read_metadata_file(Distribution& dist, const fs::path& file) {
+// Why a file could not be read: missing (no such file) or unreadable (anything else).
+MetadataFileState unread_state(const fs::path& file) {
+  struct stat st {};
+  return ::lstat(file.c_str(), &st) != 0 && errno == ENOENT ? MetadataFileState::missing
+                                                            : MetadataFileState::unreadable;
+}
+
+bool blank(std::string_view text) {
+  return trim(text).empty();
+}
+
+MetadataFileState read_metadata_file(Distribution& dist, const fs::path& file) {
   auto text = read_file(file, k_max_metadata_bytes);
   if (!text) {
     dist.problems.push_back(fmt::format("cannot read {}: {}", file.string(), text.error().message));
-    return;
+    return unread_state(file);
+  }
+  if (blank(*text)) {
+    dist.problems.push_back(fmt::format("{} is empty", file.string()));
+    return MetadataFileState::empty;
   }
   auto parsed = parse_metadata(*text, file.string());
   if (!parsed) {
     dist.problems.push_back(parsed.error().message);
-    return;
+    return MetadataFileState::invalid;
   }
   dist.metadata = std::move(*parsed);
+  return MetadataFileState::ok;
+}
+
+MetadataFileState read_record_file(Distribution& dist, const fs::path& record_path) {
+  auto record_text = read_file(record_path, k_max_record_bytes);
+  if (!record_text) {
+    dist.problems.push_back(fmt::format("cannot read {}: {}; its files are unknown",
+                                        record_path.string(), record_text.error().message));
+    return unread_state(record_path);
+  }
+  RecordParse parsed = parse_record_lenient(*record_text, record_path.string());
+  dist.record = std::move(parsed.entries);
+  for (auto& problem : parsed.problems) dist.problems.push_back(std::move(problem));
+  if (!dist.record.empty()) return MetadataFileState::ok;
+  dist.problems.push_back(fmt::format("{} lists no files", record_path.string()));
+  return blank(*record_text) ? MetadataFileState::empty : MetadataFileState::invalid;
 }
 
 Distribution read_one(const Found& found) {
@@ -88,25 +122,15 @@ Distribution read_one(const Found& found) {
   dist.legacy_egg_info = found.egg_info;
   std::string stem = found.metadata_dir.stem().string();
   auto [dir_name, dir_version] = split_directory_name(stem);
+  dist.directory_name = dir_name;
+  dist.directory_version = dir_version;
 
   if (found.egg_info) {
     read_metadata_file(dist,
                        found.is_directory ? found.metadata_dir / "PKG-INFO" : found.metadata_dir);
   } else {
-    read_metadata_file(dist, found.metadata_dir / "METADATA");
-    const fs::path record_path = found.metadata_dir / "RECORD";
-    auto record_text = read_file(record_path, k_max_record_bytes);
-    if (!record_text) {
-      dist.problems.push_back(fmt::format("cannot read {}: {}; its files are unknown",
-                                          record_path.string(), record_text.error().message));
-    } else {
-      RecordParse parsed = parse_record_lenient(*record_text, record_path.string());
-      dist.record = std::move(parsed.entries);
-      for (auto& problem : parsed.problems) dist.problems.push_back(std::move(problem));
-      if (dist.record.empty()) {
-        dist.problems.push_back(fmt::format("{} lists no files", record_path.string()));
-      }
-    }
+    dist.metadata_state = read_metadata_file(dist, found.metadata_dir / "METADATA");
+    dist.record_state = read_record_file(dist, found.metadata_dir / "RECORD");
     if (auto installer = read_file(found.metadata_dir / "INSTALLER", 4096)) {
       dist.installer = std::string(trim(split(*installer, '\n').front()));
     }
@@ -138,7 +162,7 @@ Result<std::vector<Found>> discover(const env::Venv& venv) {
       std::string name = path.filename().string();
       bool dist_info = name.ends_with(".dist-info");
       bool egg_info = name.ends_with(".egg-info");
-      if (!dist_info && !egg_info) continue;
+      if ((!dist_info && !egg_info) || name.starts_with('~')) continue;
       std::error_code type_error;
       bool is_directory = it->is_directory(type_error);
       if (dist_info && !is_directory) continue;

@@ -19,14 +19,25 @@ bool skipped_directory(std::string_view name) {
   return name == "." || name == ".." || name == ".venvfix" || name == "__pycache__";
 }
 
+bool is_stash(std::string_view name) {
+  return name.starts_with('~');
+}
+
 // Walks one directory tree depth-first with an explicit stack of open directory descriptors.
-void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFile>& out) {
-  struct Pending {
-    std::string path;
+void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFile>& out,
+          std::vector<fs::path>* stashes) {
+  std::vector<std::string> stack{root};
+  auto enter = [&](const std::string& dir_path, std::string_view name) {
+    if (skipped_directory(name)) return;
+    std::string path = dir_path + "/" + std::string(name);
+    if (!is_stash(name)) {
+      stack.push_back(std::move(path));
+    } else if (stashes != nullptr) {
+      stashes->push_back(std::move(path));
+    }
   };
-  std::vector<Pending> stack{{root}};
   while (!stack.empty()) {
-    std::string dir_path = std::move(stack.back().path);
+    std::string dir_path = std::move(stack.back());
     stack.pop_back();
     int fd = ::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -43,7 +54,7 @@ void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFi
       unsigned char type = entry->d_type;
       bool candidate = looks_like_shared_object(name);
       if (type == DT_DIR) {
-        if (!skipped_directory(name)) stack.push_back({dir_path + "/" + std::string(name)});
+        enter(dir_path, name);
         continue;
       }
       if (type != DT_UNKNOWN && type != DT_REG && type != DT_LNK) continue;
@@ -51,7 +62,7 @@ void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFi
       struct stat st {};
       if (::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (S_ISDIR(st.st_mode)) {
-        if (!skipped_directory(name)) stack.push_back({dir_path + "/" + std::string(name)});
+        enter(dir_path, name);
         continue;
       }
       if (!candidate || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) continue;
@@ -75,12 +86,13 @@ bool looks_like_shared_object(std::string_view name) {
   return at != std::string_view::npos && at + 4 < name.size();
 }
 
-std::vector<ScannedFile> scan_site_packages(const env::Venv& venv) {
+std::vector<ScannedFile> scan_site_packages(const env::Venv& venv, std::vector<fs::path>* stashes) {
   std::vector<ScannedFile> out;
   out.reserve(1024);
   for (std::size_t i = 0; i < venv.site_packages.size(); ++i) {
-    walk(venv.site_packages[i].string(), i, out);
+    walk(venv.site_packages[i].string(), i, out, stashes);
   }
+  if (stashes != nullptr) std::sort(stashes->begin(), stashes->end());
   std::sort(out.begin(), out.end(), [](const ScannedFile& a, const ScannedFile& b) {
     return a.path.native() < b.path.native();
   });

@@ -104,9 +104,19 @@ void needs_from_findings(const Context& context, Draft& draft) {
                                    "; no wheel install fixes this: reinstall the target and "
                                    "the libraries it loads into one site-packages directory"));
         break;
+      case FindingKind::dist_info:
+        // RECORD or METADATA of a needed distribution not usable: reinstall that version, as
+        // pip advises ("pip install --force-reinstall --no-deps name==version"). The removal
+        // takes what the old RECORD lists (nothing when it is empty or missing); the new
+        // wheel's files replace what is on disk.
+        reinstall(context, draft, finding,
+                  fmt::format("reinstalls {} {}, whose dist-info is broken ({})", finding.dist,
+                              finding.version, finding.anomaly));
+        break;
       case FindingKind::shared_paths:  // answered by the removals (planner.cpp checks)
       case FindingKind::cuda_mix:      // remove.cpp
       case FindingKind::orphan_library:
+      case FindingKind::pip_stash:  // always a warning: nothing loads from it
         break;
     }
   }

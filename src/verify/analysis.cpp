@@ -94,6 +94,7 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   phase("files");
   check_layout(analysis, manifests);
   phase("layout");
+  check_dist_info(analysis);
   sort_findings(analysis.findings);
   return analysis;
 }

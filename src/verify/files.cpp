@@ -165,9 +165,9 @@ void check_files(Analysis& analysis, const Options& options) {
   const dist::Inventory& inventory = analysis.inventory;
   std::vector<dist::CheckRequest> requests;
   for (const dist::CheckRequest& request : dist::all_entries(inventory)) {
-    if (!is_bytecode(inventory.distributions[request.dist].record[request.entry].path)) {
-      requests.push_back(request);
-    }
+    const dist::Distribution& dist = inventory.distributions[request.dist];
+    const std::string& path = dist.record[request.entry].path;
+    if (!is_bytecode(path) && !dist_info_explains(dist, path)) requests.push_back(request);
   }
   std::unordered_set<std::string> always_hash;
   for (const fs::path& path : analysis.loaded_libraries) always_hash.insert(path.string());

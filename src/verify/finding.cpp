@@ -27,6 +27,10 @@ std::string_view to_string(FindingKind kind) {
       return "unmet-requirement";
     case FindingKind::orphan_library:
       return "orphan-library";
+    case FindingKind::dist_info:
+      return "dist-info";
+    case FindingKind::pip_stash:
+      return "pip-stash";
   }
   return "unknown";
 }
@@ -57,6 +61,7 @@ nlohmann::json to_json(const Finding& finding) {
   put("required_by_installed", finding.required_by_installed);
   put("note", finding.note);
   put("fails_when", finding.fails_when);
+  put("anomaly", finding.anomaly);
   if (finding.kind == FindingKind::cuda_mix) {
     out["cuda_major"] = finding.cuda_major;
     out["target_cuda_major"] = finding.target_cuda_major;

@@ -161,7 +161,8 @@ void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
 
 void check_orphans(Analysis& analysis) {
   std::map<fs::path, std::vector<std::string>> by_directory;
-  for (const dist::ScannedFile& file : dist::scan_site_packages(analysis.venv)) {
+  std::vector<fs::path> stashes;  // never entered: what pip stashed is no orphan
+  for (const dist::ScannedFile& file : dist::scan_site_packages(analysis.venv, &stashes)) {
     if (!analysis.inventory.owners_of(file.path).empty()) continue;
     if (!elf::has_elf_magic(file.path)) continue;
     by_directory[file.path.parent_path()].push_back(analysis.display_path(file.path));
@@ -178,6 +179,7 @@ void check_orphans(Analysis& analysis) {
                     analysis.display_path(directory), finding.paths.size() == 1 ? "s" : "");
     analysis.findings.push_back(std::move(finding));
   }
+  check_stashes(analysis, stashes);
 }
 
 }  // namespace

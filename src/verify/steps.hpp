@@ -22,7 +22,8 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
 // files.cpp: RECORD against disk — ghost files, clobbered files, shared paths.
 void check_files(Analysis& analysis, const Options& options);
 
-// layout.cpp: split site-packages, CUDA mix, orphan libraries.
+// layout.cpp: split site-packages, CUDA mix, orphan libraries (and pip stashes, from the same
+// walk).
 void check_layout(Analysis& analysis, const manifest::Manifests& manifests);
 
 // layout.cpp: what removing distribution `removed_dist` the way pip and uv do (every RECORD
@@ -34,6 +35,16 @@ struct Breakage {
   std::optional<fs::path> first_file;
 };
 Breakage removal_breaks(const Analysis& analysis, std::size_t removed_dist);
+// distinfo.cpp: RECORD or METADATA missing, empty, unreadable or invalid; a directory name
+// whose version (PEP 440) or name disagrees with METADATA.
+void check_dist_info(Analysis& analysis);
+// True when `record_path` (a RECORD row of `dist`) lies in a .dist-info directory and `dist`
+// has a dist-info finding that already says why that file is absent or different (METADATA
+// not usable, the directory renamed): files.cpp then reports no ghost for it.
+bool dist_info_explains(const dist::Distribution& dist, std::string_view record_path);
+// distinfo.cpp: one pip-stash warning per '~' directory (dist::scan_site_packages finds them;
+// layout.cpp's orphan scan passes them on, so that site-packages is walked once).
+void check_stashes(Analysis& analysis, const std::vector<fs::path>& stashes);
 
 // Helpers shared by the steps.
 // A RECORD path whose file name looks like a shared object ("lib/x.so.9", "_C.cpython-311-….so").

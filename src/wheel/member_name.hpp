@@ -1,4 +1,5 @@
-// The rules an archive member's name must follow before venvfix maps it to a path.
+// The rules an archive member's name must follow before venvfix maps it to a path, and how a
+// name stored without the UTF-8 flag is read.
 #pragma once
 
 #include <optional>
@@ -12,5 +13,9 @@ namespace venvfix::wheel::detail {
 // empty, "." nor "..", and no backslash, NUL or other control character. Otherwise the reason,
 // as a phrase ("is an absolute path").
 std::optional<std::string> unsafe_name_reason(std::string_view name);
+
+// A zip member name stored without the UTF-8 flag (general purpose bit 11), decoded as
+// zipfile, and so pip, decodes it: code page 437 (ASCII below 0x80). Returns UTF-8.
+std::string cp437_to_utf8(std::string_view bytes);
 
 }  // namespace venvfix::wheel::detail

@@ -80,7 +80,14 @@ Status scan_entries(Reading& r, ZipReader& zip, const ReadLimits& limits) {
     VENVFIX_TRY_ASSIGN(std::optional<ZipEntry> next, zip.next());
     if (!next) return ok();
     ZipEntry& entry = *next;
-    if (!entry.name_ok) return refuse(r, entry.name, "has a name that is not valid UTF-8");
+    if (!entry.name_ok) {
+      // The UTF-8 flag is set and the bytes are no UTF-8: zipfile's decode fails there too.
+      std::string which =
+          entry.name.empty()
+              ? fmt::format("number {}", r.contents.members.size() + r.directories.size() + 1)
+              : entry.name;
+      return refuse(r, which, "has a name that is not valid UTF-8");
+    }
     if (r.contents.members.size() + r.directories.size() >= limits.max_members) {
       return make_error(ExitCode::usage, "{}: more than {} members; the wheel is refused",
                         r.display, limits.max_members);

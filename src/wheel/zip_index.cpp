@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "wheel/member_name.hpp"
+
 namespace venvfix::wheel::detail {
 
 namespace {
@@ -138,7 +140,10 @@ std::optional<std::vector<ZipIndexEntry>> read_zip_index(std::span<const std::by
     std::uint64_t local = b.u32(at + 42);
     const std::uint64_t next = at + k_central_size + name_len + extra_len + comment_len;
     if (next > end) return std::nullopt;
-    entry.name = std::string(b.text(at + k_central_size, name_len));
+    // Bit 11: the name is UTF-8 (checked by libarchive, which read_wheel trusts); without it,
+    // CP437 as zipfile reads it, so that the names match read_wheel's member for member.
+    const std::string_view stored = b.text(at + k_central_size, name_len);
+    entry.name = (entry.flags & 0x800) != 0 ? std::string(stored) : cp437_to_utf8(stored);
     if (!apply_zip64(b, at + k_central_size + name_len, extra_len, entry, local)) {
       return std::nullopt;
     }
@@ -148,7 +153,7 @@ std::optional<std::vector<ZipIndexEntry>> read_zip_index(std::span<const std::by
     const std::uint64_t local_name_len = b.u16(local + 26);
     const std::uint64_t local_extra_len = b.u16(local + 28);
     if (local_name_len != name_len || !b.has(local + k_local_size, name_len) ||
-        b.text(local + k_local_size, name_len) != entry.name) {
+        b.text(local + k_local_size, name_len) != stored) {
       return std::nullopt;
     }
     entry.data_offset = local + k_local_size + local_name_len + local_extra_len;

@@ -18,7 +18,7 @@
 namespace venvfix::wheel::detail {
 
 struct ZipIndexEntry {
-  std::string name;  // the central directory's bytes, as stored
+  std::string name;  // UTF-8: as stored with the UTF-8 flag, else decoded from CP437
   std::uint16_t method = 0;
   std::uint16_t flags = 0;
   std::uint32_t crc32 = 0;

@@ -2,6 +2,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <locale.h>
 
 #include <cstring>
 
@@ -11,11 +12,47 @@ namespace {
 
 constexpr std::size_t k_read_block = 1u << 20;
 
+// libarchive converts every member name to the charset of the calling thread's locale
+// (nl_langinfo(CODESET)), and venvfix never calls setlocale: in the "C" locale a UTF-8 name
+// with a non-ASCII character "cannot be converted". Member names are UTF-8 whatever the
+// process locale (pip's rule), so every libarchive call runs with a UTF-8 LC_CTYPE for this
+// thread only (uselocale), and the process locale is never touched.
+locale_t utf8_ctype() {
+  static const locale_t k_locale = [] {
+    for (const char* name : {"C.UTF-8", "C.utf8", "en_US.UTF-8"}) {
+      locale_t made = ::newlocale(LC_CTYPE_MASK, name, static_cast<locale_t>(nullptr));
+      if (made != static_cast<locale_t>(nullptr)) return made;
+    }
+    return static_cast<locale_t>(nullptr);  // names with non-ASCII characters are then refused
+  }();
+  return k_locale;
+}
+
+class Utf8Scope {
+ public:
+  Utf8Scope() {
+    if (locale_t utf8 = utf8_ctype(); utf8 != static_cast<locale_t>(nullptr)) {
+      m_previous = ::uselocale(utf8);
+    }
+  }
+  ~Utf8Scope() {
+    if (m_previous != static_cast<locale_t>(nullptr)) ::uselocale(m_previous);
+  }
+  Utf8Scope(const Utf8Scope&) = delete;
+  Utf8Scope& operator=(const Utf8Scope&) = delete;
+
+ private:
+  locale_t m_previous = static_cast<locale_t>(nullptr);
+};
+
 struct archive* new_zip_archive() {
   struct archive* a = archive_read_new();
   if (a == nullptr) return nullptr;
   // Only zip, read through its central directory: the view pip's zipfile has.
   archive_read_support_format_zip_seekable(a);
+  // A name without the UTF-8 flag (bit 11) is CP437, as zipfile decodes it (pip passes no
+  // metadata_encoding). Where iconv lacks CP437 such a name with a byte above 0x7f is refused.
+  archive_read_set_format_option(a, "zip", "hdrcharset", "CP437");
   return a;
 }
 
@@ -28,6 +65,7 @@ Error ZipReader::archive_error(std::string_view what) const {
 }
 
 Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display_name) {
+  Utf8Scope utf8;
   struct archive* a = new_zip_archive();
   if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
   ZipReader reader(a, std::move(display_name));
@@ -39,6 +77,7 @@ Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display
 
 Result<ZipReader> ZipReader::open_memory(std::span<const std::byte> data,
                                          std::string display_name) {
+  Utf8Scope utf8;
   struct archive* a = new_zip_archive();
   if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
   ZipReader reader(a, std::move(display_name));
@@ -56,17 +95,23 @@ ZipReader::~ZipReader() {
 }
 
 Result<std::optional<ZipEntry>> ZipReader::next() {
+  Utf8Scope utf8_scope;
   struct archive_entry* entry = nullptr;
   int rc = archive_read_next_header(m_archive, &entry);
   if (rc == ARCHIVE_EOF) return std::optional<ZipEntry>();
-  if (rc != ARCHIVE_OK || entry == nullptr) return archive_error("corrupt zip archive");
-
+  if (entry == nullptr || (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)) {
+    return archive_error("corrupt zip archive");
+  }
   ZipEntry out;
   const char* utf8 = archive_entry_pathname_utf8(entry);
   if (utf8 == nullptr) {
+    // libarchive warns when a name is not valid in its charset (UTF-8 flag set but invalid
+    // UTF-8): zipfile's decode fails there too, so the wheel is refused, naming the member.
     out.name_ok = false;
     const char* raw = archive_entry_pathname(entry);
     out.name = raw != nullptr ? raw : "";
+  } else if (rc != ARCHIVE_OK) {
+    return archive_error("corrupt zip archive");
   } else {
     out.name = utf8;
   }
@@ -95,6 +140,7 @@ Result<std::optional<ZipEntry>> ZipReader::next() {
 
 Result<std::uint64_t> ZipReader::read_data(const std::string& member, std::uint64_t limit,
                                            const Sink& sink) {
+  Utf8Scope utf8;
   std::uint64_t total = 0;
   for (;;) {
     const void* block = nullptr;

@@ -130,6 +130,38 @@ TEST_F(DistInventory, BrokenMetadataBecomesProblemsNotErrors) {
   ASSERT_NE(different, nullptr);
   ASSERT_EQ(different->problems.size(), 1u);
   EXPECT_NE(different->problems[0].find("holds the metadata of 'different'"), std::string::npos);
+
+  // The same, as states verify turns into dist-info findings.
+  EXPECT_EQ(nometa->metadata_state, MetadataFileState::missing);
+  EXPECT_EQ(nometa->record_state, MetadataFileState::ok);
+  EXPECT_EQ(norecord->record_state, MetadataFileState::missing);
+  EXPECT_EQ(norecord->metadata_state, MetadataFileState::ok);
+  EXPECT_EQ(inventory.find("empty")->record_state, MetadataFileState::empty);
+  EXPECT_EQ(binary->metadata_state, MetadataFileState::invalid);
+  EXPECT_EQ(binary->record_state, MetadataFileState::invalid);
+  EXPECT_EQ(badrows->record_state, MetadataFileState::ok);
+  EXPECT_EQ(different->directory_name, "other");
+  EXPECT_EQ(different->directory_version, "1.0");
+}
+
+TEST_F(DistInventory, EmptyMetadataAndPipStashes) {
+  add_dist(site, "blank-1.0.dist-info", "", "blank/__init__.py,,\n");
+  write_text(site / "blank-1.0.dist-info" / "METADATA", " \n\n");
+  // METADATA a directory: it exists, and cannot be read.
+  add_dist(site, "odd-1.0.dist-info", "", "odd/__init__.py,,\n");
+  fs::create_directories(site / "odd-1.0.dist-info" / "METADATA");
+  // pip's uninstall stash of "spare 1.0": not a distribution (pip ignores it as well).
+  add_dist(site, "~pare-1.0.dist-info", "Name: spare\nVersion: 1.0\n", "spare/__init__.py,,\n");
+  add_dist(site, "~~are-1.0.dist-info", "Name: spare\nVersion: 1.0\n", "spare/__init__.py,,\n");
+  Inventory inventory = read();
+  ASSERT_EQ(inventory.distributions.size(), 2u);
+  EXPECT_EQ(inventory.find("spare"), nullptr);
+  ASSERT_NE(inventory.find("blank"), nullptr);
+  EXPECT_EQ(inventory.find("blank")->metadata_state, MetadataFileState::empty);
+  EXPECT_EQ(inventory.find("blank")->version, "1.0");
+  ASSERT_NE(inventory.find("odd"), nullptr);
+  EXPECT_EQ(inventory.find("odd")->metadata_state, MetadataFileState::unreadable);
+  EXPECT_TRUE(inventory.owners_of(site / "spare/__init__.py").empty());
 }
 
 TEST_F(DistInventory, EggInfoIsListedNotTrusted) {

@@ -70,5 +70,34 @@ TEST(DistScan, FindsLibrariesInEverySitePackages) {
   EXPECT_EQ(found[2].identity, *identity);
 }
 
+TEST(DistScan, PipStashesAreListedNotEntered) {
+  auto dir = TempDir::create("venvfix-scan-");
+  ASSERT_TRUE(dir);
+  fs::path root = dir->path() / "venv";
+  ASSERT_TRUE(test_support::copy_of_template_venv(root));
+  auto venv = env::open_venv_at(root);
+  ASSERT_TRUE(venv);
+  fs::path site = venv->purelib;
+  using test_support::write_text;
+  // What pip's AdjacentTempDirectory names: "~" for the first letter, then "~-", "~~", ...
+  write_text(site / "~orch/lib/libtorch.so", "ELF");
+  write_text(site / "~orch-2.8.0.dist-info/RECORD", "torch/lib/libtorch.so,,\n");
+  write_text(site / "nvidia/~udnn/lib/libcudnn.so.9", "ELF");
+  write_text(site / "nvidia/cudnn/lib/libcudnn.so.9", "ELF");
+  write_text(site / "nvidia/~-dnn/lib/libcudnn.so.9", "ELF");
+  write_text(site / "~file.so", "a file, not a stash: pip stashes files in a temp dir");
+
+  std::vector<fs::path> stashes;
+  auto found = scan_site_packages(*venv, &stashes);
+  std::vector<std::string> paths;
+  for (const ScannedFile& file : found) paths.push_back(file.path.string());
+  EXPECT_EQ(paths, (std::vector<std::string>{(site / "nvidia/cudnn/lib/libcudnn.so.9").string(),
+                                             (site / "~file.so").string()}));
+  EXPECT_EQ(stashes, (std::vector<fs::path>{site / "nvidia/~-dnn", site / "nvidia/~udnn",
+                                            site / "~orch", site / "~orch-2.8.0.dist-info"}));
+  // Without the list: the same libraries.
+  EXPECT_EQ(scan_site_packages(*venv).size(), found.size());
+}
+
 }  // namespace
 }  // namespace venvfix::dist

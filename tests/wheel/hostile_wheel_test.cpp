@@ -23,8 +23,9 @@ class WheelHostile : public ::testing::Test {
 
   // Reads and installs `wheel`; expects a refusal whose message contains `expected`.
   void expect_refused(const std::string& which, const std::string& expected,
-                      const ReadLimits& limits = {}) {
-    fs::path wheel = testing::test_wheels() / which / "demo_pkg-1.0-py3-none-any.whl";
+                      const ReadLimits& limits = {},
+                      const std::string& filename = "demo_pkg-1.0-py3-none-any.whl") {
+    fs::path wheel = testing::test_wheels() / which / filename;
     ASSERT_TRUE(fs::exists(wheel)) << wheel;
     auto before = testing::tree_of(m_dir->path());
     auto venv = env::open_venv_at(m_venv_root);
@@ -43,7 +44,7 @@ class WheelHostile : public ::testing::Test {
     }
     EXPECT_EQ(code, ExitCode::usage) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << message;
-    EXPECT_NE(message.find("demo_pkg-1.0-py3-none-any.whl"), std::string::npos) << message;
+    EXPECT_NE(message.find(filename), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     EXPECT_TRUE(testing::tree_of(m_dir->path()) == before) << which << " left files behind";
     EXPECT_FALSE(fs::exists("/tmp/venvfix-evil.py"));
@@ -75,6 +76,22 @@ TEST_F(WheelHostile, UnknownDataSchemeKey) {
 }
 TEST_F(WheelHostile, DuplicateEntry) {
   expect_refused("duplicate", "demo_pkg/__init__.py appears twice");
+}
+TEST_F(WheelHostile, Utf8FlagOnBytesThatAreNotUtf8) {
+  // zipfile's decode fails on it too; the message names the member by position (its bytes are
+  // no text) and says why, never "corrupt zip archive".
+  expect_refused("bad-utf8", "member number 2 has a name that is not valid UTF-8", {},
+                 "unicode_pkg-1.0-py3-none-any.whl");
+}
+TEST_F(WheelHostile, TwoMembersOfOneNameOnceDecoded) {
+  // A flagged "café.py" and a CP437 "caf\x82.py": zipfile reads both as "café.py".
+  expect_refused("same-decoded", "unicode_pkg/caf\\xc3\\xa9.py appears twice", {},
+                 "unicode_pkg-1.0-py3-none-any.whl");
+}
+TEST_F(WheelHostile, NfcAndNfdTwinsAreOneNameToLibarchive) {
+  // pip writes both; libarchive composes UTF-8 names to NFC, so the second "appears twice".
+  expect_refused("nfc-nfd", "unicode_pkg/caf\\xc3\\xa9.py appears twice", {},
+                 "unicode_pkg-1.0-py3-none-any.whl");
 }
 TEST_F(WheelHostile, ZipBombByRatio) {
   expect_refused("bomb", "zip bomb");

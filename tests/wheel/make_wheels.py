@@ -226,3 +226,89 @@ z64 = {"demo_pkg/__init__.py": b"x = 1\n", "demo_pkg/text.txt": compressible[:10
 z64["demo_pkg-1.0.dist-info/RECORD"] = (
     "\n".join([csv_row(p, d) for p, d in z64.items()] + ["demo_pkg-1.0.dist-info/RECORD,,"]) + "\n").encode()
 write_zip64("zip64/demo_pkg-1.0-py3-none-any.whl", z64)
+
+
+# Non-ASCII member names (unicode_pkg_test.cpp). zipfile sets the UTF-8 flag (bit 11) on every
+# name that is not ASCII; a name stored without it is CP437 to zipfile, and so to pip. Such a
+# name is written here under an ASCII placeholder of the same byte length, then the placeholder
+# bytes are replaced in the local header and the central directory (the zip CRC covers data
+# only). RECORD lists every name as zipfile decodes it, in UTF-8.
+def build_names(filename, files, raw=None, flagged_raw=None, name="unicode_pkg"):
+    """files: {decoded name: bytes}; raw: {decoded name: CP437 bytes stored without the flag};
+    flagged_raw: {placeholder name: bytes stored with the flag (invalid UTF-8)}."""
+    raw = raw or {}
+    flagged_raw = flagged_raw or {}
+    dist_info = f"{name}-1.0.dist-info"
+    files = dict(files)
+    files[f"{dist_info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode()
+    files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    rows = [csv_row(p, d) for p, d in files.items()] + [f"{dist_info}/RECORD,,"]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(next(csv.reader([r])) for r in rows)
+    files[f"{dist_info}/RECORD"] = out.getvalue().encode()
+    placeholders = {}
+    path = os.path.join(OUT, filename)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with zipfile.ZipFile(path, "w") as z:
+        for i, (member, data) in enumerate(files.items()):
+            stored = raw.get(member) or flagged_raw.get(member)
+            zi = info(name, member)
+            if stored is not None:
+                holder = f"{member.split('/')[0]}/@{i:03d}".ljust(len(stored), "@")
+                assert len(holder) == len(stored) and holder.encode().isascii()
+                placeholders[holder.encode()] = (stored, member in flagged_raw)
+                zi = info(name, holder)
+            z.writestr(zi, data)
+    data = bytearray(open(path, "rb").read())
+    for holder, (stored, flagged) in placeholders.items():
+        at = [i for i in range(len(data)) if data.startswith(holder, i)]
+        assert len(at) == 2, holder
+        for i in at:
+            data[i:i + len(stored)] = stored
+            # zipfile clears flag_bits when it writes; set bit 11 in the header itself.
+            if flagged and data[i - 30:i - 26] == b"PK\x03\x04":
+                data[i - 23] |= 0x08
+            if flagged and data[i - 46:i - 42] == b"PK\x01\x02":
+                data[i - 37] |= 0x08
+    open(path, "wb").write(bytes(data))
+
+
+U = "unicode_pkg"
+unicode_files = {
+    f"{U}/__init__.py": "NAME = 'caf\u00e9'\n".encode(),
+    f"{U}/caf\u00e9.py": b"X = 1\n",  # NFC e-acute
+    f"{U}/\u65e5\u672c\u8a9e/\u30c7\u30fc\u30bf.txt": "\u30c7\u30fc\u30bf\n".encode(),
+    f"{U}/na\u00efve dir/\u00fc, with comma.txt": b"quoted in RECORD\n",
+    f"{U}/\U0001f40d.txt": b"four UTF-8 bytes\n",
+    f"{U}-1.0.data/data/share/\u00fcni/d\u00e4ta.txt": b"data\n",
+    f"{U}-1.0.data/scripts/gr\u00fc\u00df": b"#!python\nprint('gruess')\n",
+}
+build_names("unicode_pkg-1.0-py3-none-any.whl", unicode_files)
+
+# Every byte above 0x7f in names stored without the flag, in two members (ext4 allows 255
+# bytes per name), beside a flagged non-ASCII name.
+high = bytes(range(0x80, 0x100))
+cp437_raw = {f"{U}/".encode() + high[:64]: b"first half\n", f"{U}/".encode() + high[64:]: b"second\n"}
+cp437_files = {f"{U}/__init__.py": b"x = 1\n", f"{U}/caf\u00e9.py": b"X = 1\n"}
+cp437_map = {}
+for stored, data in cp437_raw.items():
+    cp437_files[stored.decode("cp437")] = data
+    cp437_map[stored.decode("cp437")] = stored
+build_names("cp437/unicode_pkg-1.0-py3-none-any.whl", cp437_files, raw=cp437_map)
+
+# The UTF-8 flag on bytes that are not UTF-8: zipfile's decode fails, the wheel is refused.
+build_names("bad-utf8/unicode_pkg-1.0-py3-none-any.whl",
+            {f"{U}/__init__.py": b"x = 1\n", f"{U}/bad.py": b"y = 1\n"},
+            flagged_raw={f"{U}/bad.py": f"{U}/b".encode() + b"\xff\xfe.py"})
+
+# NFC and NFD twins: two files to pip; libarchive composes UTF-8 names to NFC, so venvfix sees
+# one name twice and refuses the wheel (docs/wheel.md).
+build_names("nfc-nfd/unicode_pkg-1.0-py3-none-any.whl",
+            {f"{U}/__init__.py": b"x = 1\n", f"{U}/caf\u00e9.py": b"X = 1\n",
+             f"{U}/cafe\u0301.py": b"X = 2\n"})
+
+# A flagged "é" and a CP437 0x82 ("é" too): two members of one name once decoded.
+build_names("same-decoded/unicode_pkg-1.0-py3-none-any.whl",
+            {f"{U}/__init__.py": b"x = 1\n", f"{U}/caf\u00e9.py": b"X = 1\n",
+             f"{U}/caf\u00e9.pyX": b"X = 2\n"},
+            raw={f"{U}/caf\u00e9.pyX": f"{U}/caf".encode() + b"\x82.py"})

@@ -129,6 +129,26 @@ TEST_F(WheelParallelUnpack, BundledPipSameAsStreaming) {
                            {parallel(4, 512u << 20), parallel(3, 0)});
 }
 
+TEST_F(WheelParallelUnpack, NonAsciiNamesTakeTheParallelPath) {
+  // The index decodes names as read_wheel does (UTF-8 with the flag, CP437 without), so the
+  // members match and the parallel path is taken, not the streaming fallback.
+  for (const char* dir : {"", "cp437"}) {
+    const fs::path wheel = testing::test_wheels() / dir / "unicode_pkg-1.0-py3-none-any.whl";
+    auto contents = read_wheel(wheel);
+    ASSERT_TRUE(contents) << contents.error().message;
+    auto map = MappedFile::open(wheel);
+    ASSERT_TRUE(map);
+    auto index = detail::read_zip_index(map->bytes());
+    ASSERT_TRUE(index) << wheel;
+    auto match = detail::match_members(*contents, *index);
+    ASSERT_TRUE(match) << wheel;
+    for (std::size_t i = 0; i < contents->members.size(); ++i) {
+      EXPECT_EQ((*index)[(*match)[i]].name, contents->members[i].name);
+    }
+    expect_same_as_streaming(wheel, {parallel(2, 512u << 20)});
+  }
+}
+
 TEST_F(WheelParallelUnpack, Zip64FieldsSameAsStreaming) {
   expect_same_as_streaming(testing::test_wheels() / "zip64" / k_wheel);
 }

@@ -5,10 +5,12 @@
 // `#!python` scripts, an executable member, console and gui entry points, a setuptools wrapper).
 // Then the whole story at once: the bundled wheels and the test world's wheels installed into
 // one venv by pip and into another by install_wheel (parallel unpack) and a move into place, as
-// a transaction does; the two venvs must be the same tree.
+// a transaction does; the two venvs must be the same tree. Wheels with non-ASCII member names
+// (UTF-8 flagged, and CP437 without the flag) install the same under LANG=C and LC_ALL=C.UTF-8.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <clocale>
 #include <set>
 #include <sstream>
 
@@ -70,6 +72,28 @@ struct Case {
   fs::path wheel;
   fs::path venv;
   std::map<std::string, TreeFile> baseline;
+  // The locale pip runs under ("LANG=C", "LC_ALL=C.UTF-8") and that this process has while
+  // install_wheel reads the wheel (setlocale); empty: as inherited.
+  std::string locale_env;
+  std::string process_locale;
+};
+
+// Sets this process's locale for one scope (the wheel reader must not depend on it).
+class ProcessLocale {
+ public:
+  explicit ProcessLocale(const std::string& name) {
+    if (name.empty()) return;
+    m_previous = std::setlocale(LC_ALL, nullptr);
+    EXPECT_NE(std::setlocale(LC_ALL, name.c_str()), nullptr) << name;
+  }
+  ~ProcessLocale() {
+    if (!m_previous.empty()) std::setlocale(LC_ALL, m_previous.c_str());
+  }
+  ProcessLocale(const ProcessLocale&) = delete;
+  ProcessLocale& operator=(const ProcessLocale&) = delete;
+
+ private:
+  std::string m_previous;
 };
 
 class WheelPipParity : public ::testing::Test {
@@ -79,9 +103,35 @@ class WheelPipParity : public ::testing::Test {
     ASSERT_TRUE(dir);
     s_dir = new TempDir(std::move(*dir));
     s_cases = new std::vector<Case>{
-        {"pip", testing::bundled_wheel("pip"), {}, {}},
-        {"setuptools", testing::bundled_wheel("setuptools"), {}, {}},
-        {"demo", testing::test_wheels() / "demo_pkg-1.0-py3-none-any.whl", {}, {}}};
+        {"pip", testing::bundled_wheel("pip"), {}, {}, "", ""},
+        {"setuptools", testing::bundled_wheel("setuptools"), {}, {}, "", ""},
+        {"demo", testing::test_wheels() / "demo_pkg-1.0-py3-none-any.whl", {}, {}, "", ""},
+        // Non-ASCII member names: UTF-8 flagged (as zipfile writes them) and CP437 (no flag),
+        // under the C locale and a UTF-8 one, for pip and for this process alike.
+        {"unicode-lang-c",
+         testing::test_wheels() / "unicode_pkg-1.0-py3-none-any.whl",
+         {},
+         {},
+         "env -u LC_ALL -u LC_CTYPE LANG=C",
+         "C"},
+        {"unicode-lc-all-utf8",
+         testing::test_wheels() / "unicode_pkg-1.0-py3-none-any.whl",
+         {},
+         {},
+         "env LC_ALL=C.UTF-8",
+         "C.UTF-8"},
+        {"cp437-lang-c",
+         testing::test_wheels() / "cp437/unicode_pkg-1.0-py3-none-any.whl",
+         {},
+         {},
+         "env -u LC_ALL -u LC_CTYPE LANG=C",
+         "C"},
+        {"cp437-lc-all-utf8",
+         testing::test_wheels() / "cp437/unicode_pkg-1.0-py3-none-any.whl",
+         {},
+         {},
+         "env LC_ALL=C.UTF-8",
+         "C.UTF-8"}};
     std::string script = "set -e; pids=''; ";
     for (Case& c : *s_cases) {
       ASSERT_TRUE(fs::exists(c.wheel)) << c.wheel;
@@ -90,7 +140,7 @@ class WheelPipParity : public ::testing::Test {
       c.baseline = testing::tree_of(c.venv);
       // The machine's pip drives the venv's interpreter (--python): sys.executable is the
       // venv's python, as when the venv's own pip runs.
-      script += "python3 -m pip --python " +
+      script += c.locale_env + " python3 -m pip --python " +
                 testing::shell_quote((c.venv / "bin/python").string()) +
                 " --disable-pip-version-check --no-input -q install --no-deps --no-compile " +
                 testing::shell_quote(c.wheel.string()) + " >&2 & pids=\"$pids $!\"; ";
@@ -123,7 +173,10 @@ class WheelPipParity : public ::testing::Test {
     fs::create_directories(staging);
     InstallOptions options;
     options.requested = Requested::yes;  // pip marks a requirement given on its command line
-    auto result = install_wheel(c.wheel, *venv, staging, options);
+    auto result = [&] {
+      ProcessLocale locale(c.process_locale);
+      return install_wheel(c.wheel, *venv, staging, options);
+    }();
     ASSERT_TRUE(result) << result.error().message;
 
     // pip's install: everything in the venv that was not there before.
@@ -196,10 +249,11 @@ class WheelPipParity : public ::testing::Test {
     }
   }
 
-  // The site-packages-relative dist-info directory the demo install produced.
-  static std::string result_dist_info(const fs::path& staging) {
+  // The site-packages-relative dist-info directory the install of `project` 1.0 produced.
+  static std::string result_dist_info(const fs::path& staging,
+                                      const std::string& project = "demo_pkg") {
     for (const auto& entry : fs::recursive_directory_iterator(staging)) {
-      if (entry.path().filename() == "demo_pkg-1.0.dist-info") {
+      if (entry.path().filename() == project + "-1.0.dist-info") {
         return entry.path().lexically_relative(staging).generic_string();
       }
     }
@@ -251,6 +305,39 @@ TEST_F(WheelPipParity, DemoWheelWithEveryScheme) {
   EXPECT_EQ(fs::status(staging / site / "demo_pkg/cli.py").permissions() & fs::perms::owner_exec,
             fs::perms::none);
   EXPECT_TRUE(fs::exists(staging / "share/demo/data.txt"));
+}
+
+TEST_F(WheelPipParity, NonAsciiNamesUnderLangC) {
+  check_parity(find("unicode-lang-c"));
+  // The names are UTF-8 on disk, as pip leaves them.
+  fs::path site =
+      fs::path(result_dist_info(s_dir->path() / "staging-unicode-lang-c", "unicode_pkg"))
+          .parent_path();
+  fs::path staged = s_dir->path() / "staging-unicode-lang-c" / site / "unicode_pkg";
+  EXPECT_TRUE(fs::exists(staged / "caf\xc3\xa9.py"));
+  EXPECT_TRUE(fs::exists(staged / "\xf0\x9f\x90\x8d.txt"));
+  EXPECT_TRUE(fs::exists(s_dir->path() / "staging-unicode-lang-c/bin/gr\xc3\xbc\xc3\x9f"));
+}
+
+TEST_F(WheelPipParity, NonAsciiNamesUnderLcAllUtf8) {
+  check_parity(find("unicode-lc-all-utf8"));
+}
+
+TEST_F(WheelPipParity, Cp437NamesWithoutTheUtf8FlagUnderLangC) {
+  check_parity(find("cp437-lang-c"));
+  fs::path site = fs::path(result_dist_info(s_dir->path() / "staging-cp437-lang-c", "unicode_pkg"))
+                      .parent_path();
+  // 0x80 is "Ç" (U+00C7) in CP437: the first of the 64 high bytes of the first name.
+  bool found = false;
+  for (const auto& entry :
+       fs::directory_iterator(s_dir->path() / "staging-cp437-lang-c" / site / "unicode_pkg")) {
+    found = found || entry.path().filename().string().starts_with("\xc3\x87\xc3\xbc");
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(WheelPipParity, Cp437NamesWithoutTheUtf8FlagUnderLcAllUtf8) {
+  check_parity(find("cp437-lc-all-utf8"));
 }
 
 TEST_F(WheelPipParity, WorldAndBundledWheelsInOneVenvMovedIntoPlace) {

@@ -22,6 +22,15 @@ namespace venvfix::dist {
 
 namespace fs = std::filesystem;
 
+// What reading one metadata file of a .dist-info found (METADATA, RECORD).
+enum class MetadataFileState {
+  ok,
+  missing,     // no such file
+  empty,       // no bytes (or only white space): no header, no row
+  unreadable,  // it exists but could not be read (permissions, a directory, too large)
+  invalid,     // read, but METADATA lacks a valid Name or Version / RECORD has no usable row
+};
+
 struct Distribution {
   std::string name;             // METADATA's Name, else the one in the directory name
   std::string normalized_name;  // PEP 503
@@ -35,6 +44,13 @@ struct Distribution {
   // normal). Filled by read_inventory.
   std::vector<PathTable::Id> record_path_ids;
   bool legacy_egg_info = false;
+  // The name and version in the directory's name ("torch-2.8.0+cu128.dist-info"), as written;
+  // the version is empty for "foo.egg-info".
+  std::string directory_name;
+  std::string directory_version;
+  // For a .dist-info: how its METADATA and RECORD read (egg-info: always ok, not checked).
+  MetadataFileState metadata_state = MetadataFileState::ok;
+  MetadataFileState record_state = MetadataFileState::ok;
   // One sentence per thing wrong with the metadata itself (missing/malformed METADATA or
   // RECORD, malformed RECORD rows). Findings about the files (ghosts, ...) are not here.
   std::vector<std::string> problems;
@@ -76,7 +92,9 @@ std::string resolve_record_path(const fs::path& site_packages, std::string_view 
 
 // Reads every distribution of every site-packages directory of `venv`. Broken metadata never
 // fails the read: it becomes a problem on the distribution. Fails only when a site-packages
-// directory cannot be listed.
+// directory cannot be listed. A directory whose name starts with '~' is no distribution: it is
+// what pip's uninstall stash (AdjacentTempDirectory) leaves when pip is interrupted, and pip
+// ignores it too ("Ignoring invalid distribution ~orch"); verify reports it (pip-stash).
 Result<Inventory> read_inventory(const env::Venv& venv);
 
 }  // namespace venvfix::dist

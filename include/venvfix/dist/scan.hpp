@@ -29,6 +29,11 @@ bool looks_like_shared_object(std::string_view file_name);
 // sorted by path. Symlinked directories are not entered (no loops, no escaping the venv);
 // directories named ".venvfix" or "__pycache__" are skipped; unreadable directories are
 // skipped with a debug log. Uses openat/fstatat on directory descriptors.
-std::vector<ScannedFile> scan_site_packages(const env::Venv& venv);
+// A directory whose name starts with '~' is pip's uninstall stash (pip renames what it
+// uninstalls to "~orch", "nvidia/~udnn", "~orch-2.8.0.dist-info" and deletes it on commit):
+// nothing imports or loads from it, so it is not entered; when `stashes` is given, each such
+// directory's absolute path is appended to it (sorted).
+std::vector<ScannedFile> scan_site_packages(const env::Venv& venv,
+                                            std::vector<fs::path>* stashes = nullptr);
 
 }  // namespace venvfix::dist

@@ -21,6 +21,8 @@ enum class FindingKind {
   cuda_mix,
   unmet_requirement,
   orphan_library,
+  dist_info,  // a .dist-info that pip or venvfix cannot fully trust; `anomaly` says how
+  pip_stash,  // a '~' directory an interrupted pip uninstall/upgrade left behind
 };
 
 // "ghost-files", "unresolved-soname", … as the contract spells them.
@@ -58,6 +60,10 @@ struct Finding {
   // resolves on another one).
   std::vector<std::string> fails_when;
   std::string note;  // e.g. "provided by the GPU driver"
+  // dist-info: "record-missing", "record-empty", "record-unreadable", "record-invalid",
+  // "metadata-missing", "metadata-empty", "metadata-unreadable", "metadata-invalid",
+  // "version-mismatch", "name-mismatch" (docs/doctor.md).
+  std::string anomaly;
 };
 
 nlohmann::json to_json(const Finding& finding);
