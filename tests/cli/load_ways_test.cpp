@@ -142,20 +142,42 @@ TEST_F(LoadWays, AListedBuildIsResolvedTheWayTheManifestsRecordAndShowsNothing) 
 }
 
 TEST_F(LoadWays, AnUnlistedBuildSaysWhatItAssumedAndWarnsOnlyWhereAWayFails) {
-  Doctor run = doctor(scenario("unlisted-preload-all-norunpath"));
+  Doctor run = doctor(scenario("unlisted-preload-all"));
   ASSERT_EQ(run.document["assumptions"].size(), 1u) << run.document.dump(2);
   EXPECT_THAT(run.document["assumptions"][0].get<std::string>(),
               ::testing::HasSubstr("torch 2.9.1+cu128"));
-  // Without DT_RUNPATH, cuDNN finds its sub-libraries only through an RPATH inherited from
-  // libtorch_cuda.so: not when torch preloads libcudnn.so.9 by path.
-  std::vector<json> adv = findings_about(run.document, "libcudnn_adv.so.9");
-  ASSERT_EQ(adv.size(), 1u) << run.document.dump(2);
-  EXPECT_EQ(adv[0]["severity"], "warning");
-  EXPECT_THAT(adv[0]["fails_when"].get<std::vector<std::string>>(),
-              ::testing::ElementsAre("torch preloads the whole table after import"));
-  EXPECT_THAT(adv[0]["sonames"].get<std::vector<std::string>>(),
-              ::testing::Contains("libcudnn_ops.so.9"));
+  // cuSPARSE finds nvJitLink only when torch preloads it: its RUNPATH is $ORIGIN and torch's
+  // cu12 RPATH has no nvjitlink entry.
+  std::vector<json> jitlink = findings_about(run.document, "libnvJitLink.so.12");
+  ASSERT_EQ(jitlink.size(), 1u) << run.document.dump(2);
+  EXPECT_EQ(jitlink[0]["severity"], "warning");
+  EXPECT_THAT(jitlink[0]["fails_when"].get<std::vector<std::string>>(),
+              ::testing::ElementsAre("torch preloads nothing after import"));
   EXPECT_FALSE(has_problem(run.document));
+  EXPECT_EQ(run.exit_code, 0);
+}
+
+TEST_F(LoadWays, ACudnnWithoutRunpathFailsOnEveryWay) {
+  Doctor run = doctor(scenario("unlisted-preload-all-norunpath"));
+  // Preloaded by path, libcudnn.so.9 has no loader whose RPATH would find its sub-libraries:
+  // they fail on that way only.
+  std::vector<json> adv = findings_about(run.document, "libcudnn_adv.so.9");
+  ASSERT_FALSE(adv.empty()) << run.document.dump(2);
+  const json& warning = adv.back();
+  EXPECT_EQ(warning["severity"], "warning");
+  EXPECT_THAT(warning["fails_when"].get<std::vector<std::string>>(),
+              ::testing::ElementsAre("torch preloads the whole table after import"));
+  EXPECT_THAT(warning["sonames"].get<std::vector<std::string>>(),
+              ::testing::Contains("libcudnn_ops.so.9"));
+  // Reached through libtorch_cuda.so, it finds them, but a library opened with dlopen inherits
+  // no RPATH for its own needs (glibc, checked by ElfDifferential): without DT_RUNPATH the
+  // sub-libraries cannot find libcudnn_graph.so.9 on any way.
+  bool graph_problem = false;
+  for (const json& f : findings_about(run.document, "libcudnn_graph.so.9")) {
+    graph_problem = graph_problem || f["severity"] == "problem";
+  }
+  EXPECT_TRUE(graph_problem) << run.document.dump(2);
+  EXPECT_EQ(run.exit_code, 3);
 }
 
 TEST_F(LoadWays, ACudaMixFindingSaysWhatRemovingItThePipWayBreaksAndRealPipAgrees) {
