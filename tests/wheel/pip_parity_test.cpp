@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "support/world.hpp"
+#include "venvfix/env/host.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/pep/wheel_filename.hpp"
 #include "venvfix/wheel/wheel.hpp"
@@ -34,6 +35,12 @@ std::vector<fs::path> world_wheels_without_overlap() {
     if (entry.path().extension() != ".whl") continue;
     auto name = pep::WheelFilename::parse(entry.path().filename().string());
     if (!name) continue;
+    // pip refuses a wheel for another machine (the world serves aarch64-only versions too).
+    static const std::string k_arch_suffix = "_" + env::detect_host().arch;
+    bool installable = std::any_of(
+        name->platform_tags.begin(), name->platform_tags.end(),
+        [](const std::string& tag) { return tag == "any" || tag.ends_with(k_arch_suffix); });
+    if (!installable) continue;
     auto [it, inserted] = newest.try_emplace(name->normalized_name, name->version, entry.path());
     if (!inserted && it->second.first < name->version) it->second = {name->version, entry.path()};
   }
