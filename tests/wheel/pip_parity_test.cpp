@@ -29,6 +29,14 @@ using testing::TreeFile;
 // The newest wheel of each project in the test world, leaving out any wheel that would install
 // a file another chosen wheel installs (pip would let the later one win; a transaction would
 // replace it: a different story, told by the txn tests).
+// sys.executable of the machine's python3, shell-quoted.
+std::string host_interpreter() {
+  auto result = testing::run_command("python3 -c 'import sys; print(sys.executable)'");
+  std::string path = result.out;
+  while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+  return testing::shell_quote(path.empty() ? std::string("python3") : path);
+}
+
 std::vector<fs::path> world_wheels_without_overlap() {
   std::map<std::string, std::pair<pep::Version, fs::path>> newest;
   for (const auto& entry : fs::directory_iterator(venvfix::testing::test_world().wheels_dir)) {
@@ -139,6 +147,9 @@ class WheelPipParity : public ::testing::Test {
          {},
          "env LC_ALL=C.UTF-8",
          "C.UTF-8"}};
+    // The machine's interpreter itself, not pyenv's shim: the shim's `pip install` hook rehashes
+    // pyenv's shims, and nine of those at once race on the shim directory and fail.
+    std::string host_python = host_interpreter();
     std::string script = "set -e; pids=''; ";
     for (Case& c : *s_cases) {
       ASSERT_TRUE(fs::exists(c.wheel)) << c.wheel;
@@ -147,7 +158,7 @@ class WheelPipParity : public ::testing::Test {
       c.baseline = testing::tree_of(c.venv);
       // The machine's pip drives the venv's interpreter (--python): sys.executable is the
       // venv's python, as when the venv's own pip runs.
-      script += c.locale_env + " python3 -m pip --python " +
+      script += c.locale_env + " " + host_python + " -m pip --python " +
                 testing::shell_quote((c.venv / "bin/python").string()) +
                 " --disable-pip-version-check --no-input -q install --no-deps --no-compile " +
                 testing::shell_quote(c.wheel.string()) + " >&2 & pids=\"$pids $!\"; ";
@@ -158,7 +169,7 @@ class WheelPipParity : public ::testing::Test {
     for (fs::path& wheel : world_wheels_without_overlap())
       s_all_wheels->push_back(std::move(wheel));
     ASSERT_TRUE(test_support::make_venv(s_dir->path() / "venv-all"));
-    script += "python3 -m pip --python " +
+    script += host_python + " -m pip --python " +
               testing::shell_quote((s_dir->path() / "venv-all/bin/python").string()) +
               " --disable-pip-version-check --no-input -q install --no-deps --no-compile";
     for (const fs::path& wheel : *s_all_wheels)
