@@ -1,6 +1,6 @@
 // venvfix apply: carry out a plan as one transaction (no PLAN: plan first, show it, ask on a
 // terminal). Also the hidden helper the transaction's load check runs (`venvfix __load-check`,
-// include/venvfix/txn/load_check.hpp).
+// include/venvfix/apply/load_check.hpp).
 #include <unistd.h>
 
 #include <iostream>
@@ -11,11 +11,11 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
+#include "venvfix/apply/apply.hpp"
+#include "venvfix/apply/load_check.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/index/client.hpp"
 #include "venvfix/plan/planner.hpp"
-#include "venvfix/txn/apply.hpp"
-#include "venvfix/txn/load_check.hpp"
 
 namespace venvfix::cli {
 
@@ -97,7 +97,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
     }
   }
 
-  txn::ApplyOptions apply_options;
+  apply::ApplyOptions apply_options;
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
   apply_options.probe = transaction_probe(options, args.probe);
@@ -105,13 +105,13 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
   apply_options.link_mode = args.link_mode;
   apply_options.reason =
       args.plan_file ? "apply " + fs::path(*args.plan_file).filename().string() : "apply";
-  VENVFIX_TRY_ASSIGN(txn::ApplyReport report,
-                     txn::apply_plan(session.venv, lock, plan, session.manifests, session.system,
-                                     index.downloader(), apply_options));
+  VENVFIX_TRY_ASSIGN(apply::ApplyReport report,
+                     apply::apply_plan(session.venv, lock, plan, session.manifests, session.system,
+                                       index.downloader(), apply_options));
   if (options.json) {
-    std::cout << txn::apply_json(report, "apply").dump(2) << "\n";
+    std::cout << apply::apply_json(report, "apply").dump(2) << "\n";
   } else {
-    txn::print_apply_report(report, std::cout);
+    apply::print_apply_report(report, std::cout);
   }
   return 0;
 }
@@ -129,7 +129,7 @@ void add_load_check_helper(CLI::App& app, CommandContext& context) {
   sub->add_option("files", args->files, "Libraries to dlopen")->required();
   sub->callback([&context, args] {
     context.run = [args]() -> Result<int> {
-      return txn::load_check_helper(args->preload, args->files);
+      return apply::load_check_helper(args->preload, args->files);
     };
   });
 }

@@ -9,11 +9,11 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
+#include "venvfix/apply/apply.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/index/client.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/plan/planner.hpp"
-#include "venvfix/txn/apply.hpp"
 
 namespace venvfix::cli {
 
@@ -83,7 +83,7 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
 
   const std::string names = join(args.dists, ", ");
   const Breakage broken = breakage(plan, analysis);
-  txn::ApplyOptions apply_options;
+  apply::ApplyOptions apply_options;
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
   apply_options.probe = transaction_probe(options, args.probe);
@@ -93,7 +93,7 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
       // Only the removals; verification is reported, never rolled back on.
       std::erase_if(plan.actions,
                     [](const plan::Action& a) { return a.kind != plan::ActionKind::remove; });
-      apply_options.verify = txn::VerifyMode::report;
+      apply_options.verify = apply::VerifyMode::report;
       for (const std::string& line : broken.repairs) spdlog::warn("--force: {}", line);
       for (const std::string& line : broken.unrepairable) spdlog::warn("--force: {}", line);
     } else if (!args.repair || !broken.unrepairable.empty()) {
@@ -109,13 +109,13 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
                             : "no repair can fix that; --force uninstalls anyway");
     }
   }
-  VENVFIX_TRY_ASSIGN(txn::ApplyReport report,
-                     txn::apply_plan(session.venv, lock, plan, session.manifests, session.system,
-                                     index.downloader(), apply_options));
+  VENVFIX_TRY_ASSIGN(apply::ApplyReport report,
+                     apply::apply_plan(session.venv, lock, plan, session.manifests, session.system,
+                                       index.downloader(), apply_options));
   if (options.json) {
-    std::cout << txn::apply_json(report, "uninstall").dump(2) << "\n";
+    std::cout << apply::apply_json(report, "uninstall").dump(2) << "\n";
   } else {
-    txn::print_apply_report(report, std::cout);
+    apply::print_apply_report(report, std::cout);
   }
   return 0;
 }

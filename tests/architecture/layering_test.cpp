@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/paths.hpp"
 
@@ -30,9 +32,12 @@ const std::map<std::string, std::set<std::string>>& allowed_dependencies() {
       {"verify", {"base", "pep", "elf", "env", "dist", "manifest"}},
       {"plan",
        {"base", "pep", "elf", "env", "dist", "manifest", "index", "fetch", "wheel", "verify"}},
-      {"txn",
+      // The transaction engine knows venvs and files, nothing about plans or wheels.
+      {"txn", {"base", "env"}},
+      // The application of plans: staging, the load check, removal, apply itself.
+      {"apply",
        {"base", "pep", "elf", "env", "dist", "manifest", "index", "fetch", "wheel", "verify",
-        "plan"}},
+        "plan", "txn"}},
   };
   return k_allowed;
 }
@@ -101,6 +106,34 @@ TEST(ArchitectureLayering, PublicHeadersHideCLibraries) {
       }
     }
   }
+}
+
+// Each C library is wrapped by exactly one module; everything else uses that module's API.
+TEST(ArchitectureLayering, EachCLibraryStaysInItsModule) {
+  const fs::path root = venvfix::testing::source_dir();
+  const std::vector<std::pair<std::string, std::string>> owner_of = {
+      {"<curl/", "fetch"}, {"<archive", "wheel"}, {"<libelf", "elf"}, {"<gelf", "elf"}};
+  std::size_t files = 0;
+  for (const char* top : {"include/venvfix", "src"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      if (!entry.is_regular_file()) continue;
+      fs::path relative = entry.path().lexically_relative(root);
+      std::string module = module_of(relative);
+      ++files;
+      std::ifstream in(entry.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.find("#include") == std::string::npos) continue;
+        for (const auto& [header, owner] : owner_of) {
+          if (line.find(header) != std::string::npos && module != owner) {
+            ADD_FAILURE() << relative.string() << " includes " << header << "; only the " << owner
+                          << " module may";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(files, 100u);
 }
 
 }  // namespace

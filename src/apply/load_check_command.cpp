@@ -1,7 +1,7 @@
 // run_with_timeout: the load check's and --verify-cmd's child process, on base's run_process.
-#include "venvfix/txn/load_check.hpp"
+#include "venvfix/apply/load_check.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 Result<CommandOutcome> run_with_timeout(const std::vector<std::string>& argv,
                                         const std::optional<std::vector<std::string>>& environment,
@@ -15,4 +15,4 @@ Result<CommandOutcome> run_with_timeout(const std::vector<std::string>& argv,
   return CommandOutcome{outcome.exit_code, outcome.timed_out, std::move(outcome.out)};
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

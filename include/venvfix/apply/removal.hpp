@@ -23,7 +23,7 @@
 #include "venvfix/dist/inventory.hpp"
 #include "venvfix/env/venv.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 struct Removal {
   std::string dist;
@@ -44,4 +44,4 @@ Removal plan_removal(const env::Venv& venv, const dist::Inventory& inventory, st
 // root, is the root, or lies under <venv>/.venvfix/. Lexical only.
 std::string venv_relative(const env::Venv& venv, const fs::path& path);
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

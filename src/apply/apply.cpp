@@ -1,5 +1,5 @@
-// apply_plan: the pipeline of include/venvfix/txn/apply.hpp.
-#include "venvfix/txn/apply.hpp"
+// apply_plan: the pipeline of include/venvfix/apply/apply.hpp.
+#include "venvfix/apply/apply.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,16 +7,22 @@
 
 #include <spdlog/spdlog.h>
 
+#include "venvfix/apply/removal.hpp"
+#include "venvfix/apply/stage.hpp"
 #include "venvfix/dist/scan.hpp"
 #include "venvfix/elf/elf_file.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/plan/planner.hpp"
-#include "venvfix/txn/removal.hpp"
-#include "venvfix/txn/stage.hpp"
 
 extern char** environ;
 
-namespace venvfix::txn {
+namespace venvfix::apply {
+
+using txn::ChangeSet;
+using txn::make_staging_dir;
+using txn::require_no_unfinished_transaction;
+using txn::Transaction;
+using txn::VenvLock;
 
 namespace {
 
@@ -392,4 +398,4 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const VenvLock& lock, cons
   return report;
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "venvfix/txn/apply.hpp"
+#include "venvfix/apply/apply.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 namespace {
 
@@ -143,4 +143,4 @@ void print_apply_report(const ApplyReport& report, std::ostream& out) {
   }
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -22,7 +22,7 @@
 #include "venvfix/wheel/unpacked_cache.hpp"
 #include "venvfix/wheel/wheel.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 namespace fs = std::filesystem;
 
@@ -100,4 +100,4 @@ Result<FetchedAndStaged> fetch_and_stage(
     const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,
     const StageOptions& options = {});
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "txn/apply_test_support.hpp"
+#include "venvfix/apply/stage.hpp"
 #include "venvfix/env/venv.hpp"
-#include "venvfix/txn/stage.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 namespace {
 
 using namespace venvfix::txn::testing;
@@ -296,4 +296,4 @@ TEST_F(Stage, ASecondStageOfTheSameWheelsComesFromTheUnpackedCacheWithoutTheInde
 }
 
 }  // namespace
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 
 #include "txn/apply_test_support.hpp"
+#include "venvfix/apply/load_check.hpp"
 #include "venvfix/elf/ld_cache.hpp"
-#include "venvfix/txn/load_check.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 namespace {
 
 using namespace venvfix::txn::testing;
@@ -238,4 +238,4 @@ TEST_F(LoadCheckWorld, ClosureSignaturesChangeExactlyWhereALibraryWasReplaced) {
 }
 
 }  // namespace
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

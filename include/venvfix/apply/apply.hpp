@@ -19,28 +19,29 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "venvfix/apply/load_check.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/elf/system_view.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/fetch/downloader.hpp"
 #include "venvfix/manifest/manifests.hpp"
 #include "venvfix/plan/document.hpp"
-#include "venvfix/txn/load_check.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/transaction.hpp"
 #include "venvfix/verify/probe.hpp"
 #include "venvfix/wheel/wheel.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 // full: a failed verification rolls back (exit 5). report: verification runs and is reported,
 // and the transaction commits anyway (`uninstall --force`).
 enum class VerifyMode { full, report };
 
 struct ApplyOptions {
-  KeepSnapshot snapshot = KeepSnapshot::no;  // --snapshot: keep what was replaced for rollback
-  std::vector<std::string> verify_cmd;       // argv of --verify-cmd; empty: none
-  int load_timeout_s = 60;                   // the dlopen child
+  txn::KeepSnapshot snapshot =
+      txn::KeepSnapshot::no;            // --snapshot: keep what was replaced for rollback
+  std::vector<std::string> verify_cmd;  // argv of --verify-cmd; empty: none
+  int load_timeout_s = 60;              // the dlopen child
   int verify_cmd_timeout_s = 600;
   VerifyMode verify = VerifyMode::full;
   std::string reason = "apply";  // journal and snapshot reason
@@ -95,9 +96,10 @@ struct ApplyReport {
 // Carries out `plan` on `venv`, whose lock the caller holds. `downloader` fetches the wheels
 // (its cache is reused). See the failure contract above; on success the report says what was
 // done and verified.
-Result<ApplyReport> apply_plan(const env::Venv& venv, const VenvLock& lock, const plan::Plan& plan,
-                               const manifest::Manifests& manifests, const elf::SystemView& system,
-                               fetch::Downloader& downloader, const ApplyOptions& options);
+Result<ApplyReport> apply_plan(const env::Venv& venv, const txn::VenvLock& lock,
+                               const plan::Plan& plan, const manifest::Manifests& manifests,
+                               const elf::SystemView& system, fetch::Downloader& downloader,
+                               const ApplyOptions& options);
 
 // The "venvfix-apply/1" document: {schema, command, venv, nothing_to_do, actions, snapshot,
 // verification: {ok, targets: {failures, remaining}, loads, verify_cmd}, timings}.
@@ -110,4 +112,4 @@ std::vector<std::string> describe_verification(const ApplyReport& report);
 // The report for a terminal: what was installed and removed, the verification, the snapshot.
 void print_apply_report(const ApplyReport& report, std::ostream& out);
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

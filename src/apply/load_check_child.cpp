@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
+#include "venvfix/apply/load_check.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
-#include "venvfix/txn/load_check.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 namespace {
 
@@ -202,4 +202,4 @@ Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
   return results;
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -7,10 +7,10 @@
 #include <set>
 
 #include "txn/apply_test_support.hpp"
+#include "venvfix/apply/removal.hpp"
 #include "venvfix/dist/inventory.hpp"
-#include "venvfix/txn/removal.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 namespace {
 
 using namespace venvfix::txn::testing;
@@ -58,7 +58,7 @@ TEST_F(Removal, TakesOutWhatPipUninstallTakesOut) {
 
   for (const char* name : {"filelock", "nvidia-cublas-cu12"}) {
     std::size_t index = index_of(*inventory, name);
-    txn::Removal removal = plan_removal(*venv, *inventory, index, {index});
+    apply::Removal removal = plan_removal(*venv, *inventory, index, {index});
     EXPECT_THAT(removal.kept, IsEmpty()) << name;
     EXPECT_THAT(removal.refused, IsEmpty()) << name;
     auto before = fingerprint(root);
@@ -80,7 +80,7 @@ TEST_F(Removal, KeepsWhatARemainingDistributionOwns) {
   std::size_t cu12 = index_of(*inventory, "nvidia-cudnn-cu12");
   std::size_t cu13 = index_of(*inventory, "nvidia-cudnn-cu13");
 
-  txn::Removal removal = plan_removal(*venv, *inventory, cu12, {cu12});
+  apply::Removal removal = plan_removal(*venv, *inventory, cu12, {cu12});
   EXPECT_THAT(removal.kept, Contains(site + "/nvidia/cudnn/lib/libcudnn.so.9"));
   EXPECT_THAT(removal.remove, Not(Contains(site + "/nvidia/cudnn/lib/libcudnn.so.9")));
   EXPECT_THAT(removal.remove, Contains(site + "/nvidia_cudnn_cu12-9.10.2.21.dist-info/RECORD"));
@@ -90,7 +90,7 @@ TEST_F(Removal, KeepsWhatARemainingDistributionOwns) {
         << path;
   }
   // When both go in one transaction, nothing is kept for either.
-  txn::Removal both = plan_removal(*venv, *inventory, cu12, {cu12, cu13});
+  apply::Removal both = plan_removal(*venv, *inventory, cu12, {cu12, cu13});
   EXPECT_THAT(both.kept, IsEmpty());
   EXPECT_THAT(both.remove, Contains(site + "/nvidia/cudnn/lib/libcudnn.so.9"));
 }
@@ -125,7 +125,7 @@ TEST_F(Removal, ByteCodeScriptsAndNothingOutsideTheVenv) {
   auto inventory = dist::read_inventory(*venv);
   ASSERT_TRUE(inventory);
   std::size_t demo = index_of(*inventory, "demo");
-  txn::Removal removal = plan_removal(*venv, *inventory, demo, {demo});
+  apply::Removal removal = plan_removal(*venv, *inventory, demo, {demo});
   const std::string s = site.lexically_relative(root).generic_string();
   EXPECT_EQ(removal.remove,
             (std::vector<std::string>{
@@ -140,4 +140,4 @@ TEST_F(Removal, ByteCodeScriptsAndNothingOutsideTheVenv) {
 }
 
 }  // namespace
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -1,5 +1,5 @@
 // The loader-rule half of verification: judge_targets and closure_signatures.
-#include "venvfix/txn/load_check.hpp"
+#include "venvfix/apply/load_check.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -11,7 +11,7 @@
 #include "venvfix/elf/resolver.hpp"
 #include "venvfix/pep/name.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 namespace {
 
@@ -97,4 +97,4 @@ std::map<fs::path, std::string> closure_signatures(const verify::Analysis& analy
   return out;
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

@@ -1,4 +1,4 @@
-#include "venvfix/txn/removal.hpp"
+#include "venvfix/apply/removal.hpp"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 std::string venv_relative(const env::Venv& venv, const fs::path& path) {
   fs::path normal = path.lexically_normal();
@@ -191,4 +191,4 @@ Removal plan_removal(const env::Venv& venv, const dist::Inventory& inventory, st
   return out;
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

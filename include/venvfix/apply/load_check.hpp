@@ -29,7 +29,7 @@
 #include "venvfix/plan/document.hpp"
 #include "venvfix/verify/analysis.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 namespace fs = std::filesystem;
 
@@ -114,4 +114,4 @@ Result<CommandOutcome> run_with_timeout(const std::vector<std::string>& argv,
 // The clean environment of the load check (base/process.hpp).
 using ::venvfix::clean_environment;
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply

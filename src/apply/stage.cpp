@@ -1,4 +1,4 @@
-#include "venvfix/txn/stage.hpp"
+#include "venvfix/apply/stage.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,7 +20,7 @@
 #include "venvfix/pep/name.hpp"
 #include "venvfix/pep/version.hpp"
 
-namespace venvfix::txn {
+namespace venvfix::apply {
 
 namespace {
 
@@ -337,4 +337,4 @@ Result<FetchedAndStaged> fetch_and_stage(
   return out;
 }
 
-}  // namespace venvfix::txn
+}  // namespace venvfix::apply
