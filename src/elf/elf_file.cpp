@@ -125,13 +125,25 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> vaddr_to_offset(
   return std::nullopt;
 }
 
-Result<ElfInfo> parse_handle(Elf* e, std::string_view name) {
+ElfKind kind_of(GElf_Half type) {
+  switch (type) {
+    case ET_DYN:
+      return ElfKind::shared;
+    case ET_EXEC:
+      return ElfKind::executable;
+    case ET_REL:
+      return ElfKind::relocatable;
+    default:
+      return ElfKind::other;
+  }
+}
+
+// e_ident and the ELF header: class, encoding, ABI, machine, file type.
+Status read_identity(Elf* e, std::string_view name, ElfInfo& info) {
   if (elf_kind(e) != ELF_K_ELF) return corrupt(name, "unsupported ELF class or layout");
   std::size_t ident_size = 0;
   const char* ident = elf_getident(e, &ident_size);
   if (ident == nullptr || ident_size < EI_NIDENT) return corrupt(name, "truncated ELF header");
-
-  ElfInfo info;
   switch (static_cast<unsigned char>(ident[EI_CLASS])) {
     case ELFCLASS32:
       info.elf_class = ElfClass::elf32;
@@ -148,162 +160,184 @@ Result<ElfInfo> parse_handle(Elf* e, std::string_view name) {
   }
   info.os_abi = static_cast<std::uint8_t>(ident[EI_OSABI]);
   info.abi_version = static_cast<std::uint8_t>(ident[EI_ABIVERSION]);
-
   GElf_Ehdr ehdr;
   if (gelf_getehdr(e, &ehdr) == nullptr) {
     return corrupt(name, fmt::format("cannot read the ELF header ({})", libelf_message()));
   }
   info.machine = ehdr.e_machine;
-  switch (ehdr.e_type) {
-    case ET_DYN:
-      info.kind = ElfKind::shared;
-      break;
-    case ET_EXEC:
-      info.kind = ElfKind::executable;
-      break;
-    case ET_REL:
-      info.kind = ElfKind::relocatable;
-      break;
-    default:
-      info.kind = ElfKind::other;
-      break;
-  }
+  info.kind = kind_of(ehdr.e_type);
+  return ok();
+}
 
+struct ProgramHeaders {
+  std::vector<GElf_Phdr> loads;
+  std::optional<GElf_Phdr> dynamic;
+  std::optional<GElf_Phdr> interp;
+};
+
+Result<ProgramHeaders> read_program_headers(Elf* e, std::string_view name) {
   std::size_t phnum = 0;
   if (elf_getphdrnum(e, &phnum) != 0) {
     return corrupt(name, fmt::format("bad program header count ({})", libelf_message()));
   }
-  std::vector<GElf_Phdr> loads;
-  std::optional<GElf_Phdr> dynamic;
-  std::optional<GElf_Phdr> interp;
+  ProgramHeaders headers;
   for (std::size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (gelf_getphdr(e, static_cast<int>(i), &ph) == nullptr) {
       return corrupt(
           name, fmt::format("program header {} is outside the file ({})", i, libelf_message()));
     }
-    if (ph.p_type == PT_LOAD) loads.push_back(ph);
-    if (ph.p_type == PT_DYNAMIC && !dynamic) dynamic = ph;
-    if (ph.p_type == PT_INTERP && !interp) interp = ph;
+    if (ph.p_type == PT_LOAD) headers.loads.push_back(ph);
+    if (ph.p_type == PT_DYNAMIC && !headers.dynamic) headers.dynamic = ph;
+    if (ph.p_type == PT_INTERP && !headers.interp) headers.interp = ph;
   }
+  return headers;
+}
 
-  if (interp) {
-    Elf_Data* data = elf_getdata_rawchunk(e, static_cast<int64_t>(interp->p_offset),
-                                          interp->p_filesz, ELF_T_BYTE);
-    if (data == nullptr || data->d_buf == nullptr) {
-      return corrupt(name, "PT_INTERP lies outside the file");
-    }
-    auto text = string_in(static_cast<const char*>(data->d_buf), data->d_size);
-    if (!text) return corrupt(name, "PT_INTERP is not NUL-terminated");
-    info.interpreter = std::string(*text);
+Result<std::string> read_interpreter(Elf* e, std::string_view name, const GElf_Phdr& interp) {
+  Elf_Data* data =
+      elf_getdata_rawchunk(e, static_cast<int64_t>(interp.p_offset), interp.p_filesz, ELF_T_BYTE);
+  if (data == nullptr || data->d_buf == nullptr) {
+    return corrupt(name, "PT_INTERP lies outside the file");
   }
+  auto text = string_in(static_cast<const char*>(data->d_buf), data->d_size);
+  if (!text) return corrupt(name, "PT_INTERP is not NUL-terminated");
+  return std::string(*text);
+}
 
-  if (!dynamic) return info;
-  info.has_dynamic = true;
+// Records one dynamic entry; the last of repeated tags wins, as in ld.so's elf_get_dynamic_info.
+void record_dynamic(const GElf_Dyn& dyn, DynamicValues& values) {
+  switch (dyn.d_tag) {
+    case DT_NEEDED:
+      values.needed.push_back(dyn.d_un.d_val);
+      break;
+    case DT_SONAME:
+      values.soname = dyn.d_un.d_val;
+      break;
+    case DT_RPATH:
+      values.rpath = dyn.d_un.d_val;
+      break;
+    case DT_RUNPATH:
+      values.runpath = dyn.d_un.d_val;
+      break;
+    case DT_STRTAB:
+      values.strtab = dyn.d_un.d_ptr;
+      break;
+    case DT_STRSZ:
+      values.strsz = dyn.d_un.d_val;
+      break;
+    case DT_FLAGS_1:
+      values.flags_1 = dyn.d_un.d_val;
+      break;
+    default:
+      break;
+  }
+}
 
+Result<DynamicValues> read_dynamic(Elf* e, std::string_view name, const GElf_Phdr& dynamic) {
   const std::size_t dyn_size = gelf_fsize(e, ELF_T_DYN, 1, EV_CURRENT);
   if (dyn_size == 0) return corrupt(name, "unsupported dynamic entry size");
-  Elf_Data* dyn_data = elf_getdata_rawchunk(e, static_cast<int64_t>(dynamic->p_offset),
-                                            dynamic->p_filesz, ELF_T_DYN);
+  Elf_Data* dyn_data =
+      elf_getdata_rawchunk(e, static_cast<int64_t>(dynamic.p_offset), dynamic.p_filesz, ELF_T_DYN);
   if (dyn_data == nullptr) {
     return corrupt(name, fmt::format("the dynamic section (offset {}, {} bytes) lies outside the "
                                      "file",
-                                     dynamic->p_offset, dynamic->p_filesz));
+                                     dynamic.p_offset, dynamic.p_filesz));
   }
-
   DynamicValues values;
   const std::size_t count = dyn_data->d_size / dyn_size;
-  bool terminated = false;
   for (std::size_t i = 0; i < count; ++i) {
     GElf_Dyn dyn;
     if (gelf_getdyn(dyn_data, static_cast<int>(i), &dyn) == nullptr) {
       return corrupt(name, fmt::format("cannot read dynamic entry {}", i));
     }
-    if (dyn.d_tag == DT_NULL) {
-      terminated = true;
-      break;
-    }
-    // The last of repeated tags wins, as in ld.so's elf_get_dynamic_info.
-    switch (dyn.d_tag) {
-      case DT_NEEDED:
-        values.needed.push_back(dyn.d_un.d_val);
-        break;
-      case DT_SONAME:
-        values.soname = dyn.d_un.d_val;
-        break;
-      case DT_RPATH:
-        values.rpath = dyn.d_un.d_val;
-        break;
-      case DT_RUNPATH:
-        values.runpath = dyn.d_un.d_val;
-        break;
-      case DT_STRTAB:
-        values.strtab = dyn.d_un.d_ptr;
-        break;
-      case DT_STRSZ:
-        values.strsz = dyn.d_un.d_val;
-        break;
-      case DT_FLAGS_1:
-        values.flags_1 = dyn.d_un.d_val;
-        break;
-      default:
-        break;
-    }
+    if (dyn.d_tag == DT_NULL) return values;
+    record_dynamic(dyn, values);
   }
-  if (!terminated) return corrupt(name, "the dynamic section has no DT_NULL terminator");
+  return corrupt(name, "the dynamic section has no DT_NULL terminator");
+}
 
-  info.nodeflib = (values.flags_1 & DF_1_NODEFLIB) != 0;
-  if (info.kind == ElfKind::shared && (values.flags_1 & DF_1_PIE) != 0) {
-    info.kind = ElfKind::executable;
+// The dynamic string table as a bounded reader, with errors that name the tag and index.
+class DynamicStrings {
+ public:
+  DynamicStrings(Elf* e, std::string_view name, std::uint64_t offset, std::uint64_t size)
+      : m_reader(e, offset, size), m_name(name), m_offset(offset), m_size(size) {}
+
+  Result<std::string> at(std::uint64_t index, std::string_view tag) const {
+    auto text = m_reader.at(index);
+    if (auto* value = std::get_if<std::string>(&text)) return std::move(*value);
+    switch (std::get<StringReader::Failure>(text)) {
+      case StringReader::Failure::outside_table:
+        return corrupt(m_name, fmt::format("{} string index {} is outside the string table ({} "
+                                           "bytes)",
+                                           tag, index, m_size));
+      case StringReader::Failure::outside_file:
+        return corrupt(m_name, fmt::format("the dynamic string table (offset {}, {} bytes) lies "
+                                           "outside the file",
+                                           m_offset, m_size));
+      case StringReader::Failure::unterminated:
+        break;
+    }
+    return corrupt(m_name, fmt::format("{} string at index {} is not NUL-terminated", tag, index));
   }
+
+ private:
+  StringReader m_reader;
+  std::string_view m_name;
+  std::uint64_t m_offset;
+  std::uint64_t m_size;
+};
+
+// DT_NEEDED, DT_SONAME, DT_RPATH and DT_RUNPATH as strings.
+Status read_dynamic_strings(Elf* e, std::string_view name, const ProgramHeaders& headers,
+                            const DynamicValues& values, ElfInfo& info) {
   const bool needs_strings =
       !values.needed.empty() || values.soname || values.rpath || values.runpath;
-  if (!needs_strings) return info;
+  if (!needs_strings) return ok();
   if (!values.strtab) return corrupt(name, "dynamic strings are used but DT_STRTAB is missing");
-
-  auto range = vaddr_to_offset(loads, *values.strtab);
+  auto range = vaddr_to_offset(headers.loads, *values.strtab);
   if (!range) {
     return corrupt(
         name, fmt::format("DT_STRTAB address {:#x} is not in any loaded segment", *values.strtab));
   }
   std::uint64_t table_size = range->second;
   if (values.strsz) table_size = std::min(table_size, *values.strsz);
-  const StringReader strings(e, range->first, table_size);
-  auto string_at = [&](std::uint64_t index, std::string_view tag) -> Result<std::string> {
-    auto text = strings.at(index);
-    if (auto* value = std::get_if<std::string>(&text)) return std::move(*value);
-    switch (std::get<StringReader::Failure>(text)) {
-      case StringReader::Failure::outside_table:
-        return corrupt(name, fmt::format("{} string index {} is outside the string table ({} "
-                                         "bytes)",
-                                         tag, index, table_size));
-      case StringReader::Failure::outside_file:
-        return corrupt(name, fmt::format("the dynamic string table (offset {}, {} bytes) lies "
-                                         "outside the file",
-                                         range->first, table_size));
-      case StringReader::Failure::unterminated:
-        break;
-    }
-    return corrupt(name, fmt::format("{} string at index {} is not NUL-terminated", tag, index));
-  };
-
+  const DynamicStrings strings(e, name, range->first, table_size);
   for (std::uint64_t index : values.needed) {
-    VENVFIX_TRY_ASSIGN(std::string needed, string_at(index, "DT_NEEDED"));
+    VENVFIX_TRY_ASSIGN(std::string needed, strings.at(index, "DT_NEEDED"));
     info.needed.push_back(std::move(needed));
   }
   if (values.soname) {
-    VENVFIX_TRY_ASSIGN(info.soname, string_at(*values.soname, "DT_SONAME"));
+    VENVFIX_TRY_ASSIGN(info.soname, strings.at(*values.soname, "DT_SONAME"));
   }
   if (values.rpath) {
-    VENVFIX_TRY_ASSIGN(std::string text, string_at(*values.rpath, "DT_RPATH"));
+    VENVFIX_TRY_ASSIGN(std::string text, strings.at(*values.rpath, "DT_RPATH"));
     info.has_rpath = true;
     info.rpath = split_path_list(text);
   }
   if (values.runpath) {
-    VENVFIX_TRY_ASSIGN(std::string text, string_at(*values.runpath, "DT_RUNPATH"));
+    VENVFIX_TRY_ASSIGN(std::string text, strings.at(*values.runpath, "DT_RUNPATH"));
     info.has_runpath = true;
     info.runpath = split_path_list(text);
   }
+  return ok();
+}
+
+Result<ElfInfo> parse_handle(Elf* e, std::string_view name) {
+  ElfInfo info;
+  VENVFIX_TRY(read_identity(e, name, info));
+  VENVFIX_TRY_ASSIGN(ProgramHeaders headers, read_program_headers(e, name));
+  if (headers.interp) {
+    VENVFIX_TRY_ASSIGN(info.interpreter, read_interpreter(e, name, *headers.interp));
+  }
+  if (!headers.dynamic) return info;
+  info.has_dynamic = true;
+  VENVFIX_TRY_ASSIGN(DynamicValues values, read_dynamic(e, name, *headers.dynamic));
+  info.nodeflib = (values.flags_1 & DF_1_NODEFLIB) != 0;
+  if (info.kind == ElfKind::shared && (values.flags_1 & DF_1_PIE) != 0) {
+    info.kind = ElfKind::executable;
+  }
+  VENVFIX_TRY(read_dynamic_strings(e, name, headers, values, info));
   return info;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "venvfix/base/byte_reader.hpp"
 #include "venvfix/base/fs.hpp"
 
 namespace venvfix::elf {
@@ -33,43 +34,6 @@ constexpr std::int32_t k_flag_x8664_libx32 = 0x0800;
 constexpr std::int32_t k_flag_aarch64_lib64 = 0x0a00;
 constexpr std::int32_t k_flag_riscv_float_abi_double = 0x1000;
 
-// A little-endian reader over the image; every read is bounds-checked by the caller's
-// arithmetic on size_t offsets (no pointer arithmetic past the end).
-class Image {
- public:
-  explicit Image(std::span<const std::byte> bytes) : m_bytes(bytes) {}
-  std::size_t size() const { return m_bytes.size(); }
-  bool has(std::size_t offset, std::size_t length) const {
-    return offset <= m_bytes.size() && length <= m_bytes.size() - offset;
-  }
-  std::uint32_t u32(std::size_t offset) const {
-    std::uint32_t v = 0;
-    std::memcpy(&v, m_bytes.data() + offset, sizeof v);
-    return v;
-  }
-  std::uint64_t u64(std::size_t offset) const {
-    std::uint64_t v = 0;
-    std::memcpy(&v, m_bytes.data() + offset, sizeof v);
-    return v;
-  }
-  bool starts_with(std::size_t offset, std::string_view text) const {
-    return has(offset, text.size()) &&
-           std::memcmp(m_bytes.data() + offset, text.data(), text.size()) == 0;
-  }
-  // The NUL-terminated string at `offset`, bounded by `limit` (exclusive).
-  std::optional<std::string> string_at(std::size_t offset, std::size_t limit) const {
-    limit = std::min(limit, m_bytes.size());
-    if (offset >= limit) return std::nullopt;
-    const char* start = reinterpret_cast<const char*>(m_bytes.data()) + offset;
-    const void* nul = std::memchr(start, '\0', limit - offset);
-    if (nul == nullptr) return std::nullopt;
-    return std::string(start, static_cast<const char*>(nul));
-  }
-
- private:
-  std::span<const std::byte> m_bytes;
-};
-
 Error corrupt(std::string_view name, std::string_view what) {
   return make_error(ExitCode::error, "{}: corrupt ld.so.cache: {}", name, what);
 }
@@ -77,7 +41,7 @@ Error corrupt(std::string_view name, std::string_view what) {
 // The names of the glibc-hwcaps extension section, by index; empty when absent. Malformed
 // extensions are ignored, as glibc's cache_extension_load does (the cache stays usable; only
 // hwcaps entries lose their names and are then never chosen).
-std::vector<std::string> load_hwcaps_names(const Image& image, std::size_t new_base) {
+std::vector<std::string> load_hwcaps_names(ByteReader& image, std::size_t new_base) {
   std::vector<std::string> names;
   const std::uint32_t ext_offset = image.u32(new_base + 32);
   if (ext_offset == 0 || ext_offset % 4 != 0 || !image.has(ext_offset, 8)) return names;
@@ -95,8 +59,8 @@ std::vector<std::string> load_hwcaps_names(const Image& image, std::size_t new_b
     names.clear();
     for (std::uint32_t j = 0; j < size / 4; ++j) {
       // Indexes into the string table, which for the new format starts at the file start.
-      auto text = image.string_at(image.u32(offset + j * 4), image.size());
-      names.push_back(text.value_or(std::string()));
+      auto text = image.c_string(image.u32(offset + j * 4));
+      names.emplace_back(text.value_or(std::string_view()));
     }
   }
   return names;
@@ -174,87 +138,110 @@ Result<LdCache> LdCache::load(const fs::path& path) {
   return parse(mapped.bytes(), path.string());
 }
 
-Result<LdCache> LdCache::parse(std::span<const std::byte> bytes, std::string_view name) {
-  Image image(bytes);
-  LdCache cache;
+namespace {
 
-  // Where the new-format table starts, if there is one (glibc's _dl_load_cache_lookup).
+// Where the tables start (glibc's _dl_load_cache_lookup): the new-format table, if any, and
+// the count of old-format entries (0 without an old table).
+struct Tables {
   std::optional<std::size_t> new_base;
   std::size_t old_count = 0;
+};
+
+Result<Tables> find_tables(ByteReader& image, std::string_view name) {
+  Tables tables;
   if (image.starts_with(0, k_new_magic)) {
     if (image.size() <= k_new_header) return corrupt(name, "truncated header");
-    new_base = 0;
-  } else if (image.starts_with(0, k_old_magic)) {
-    if (image.size() <= k_old_header) return corrupt(name, "truncated header");
-    old_count = image.u32(12);
-    if ((image.size() - k_old_header) / k_old_entry < old_count) {
-      return corrupt(name,
-                     fmt::format("{} entries do not fit in {} bytes", old_count, image.size()));
-    }
-    // ALIGN_CACHE: the embedded new table is 8-byte aligned after the old entries.
-    std::size_t offset = k_old_header + old_count * k_old_entry;
-    offset = (offset + 7) & ~static_cast<std::size_t>(7);
-    if (image.has(offset, k_new_header) && image.starts_with(offset, k_new_magic)) {
-      new_base = offset;
-    }
-  } else {
+    tables.new_base = 0;
+    return tables;
+  }
+  if (!image.starts_with(0, k_old_magic)) {
     return corrupt(name, "unknown magic (neither \"glibc-ld.so.cache1.1\" nor \"ld.so-1.7.0\")");
   }
-
-  if (new_base) {
-    const std::size_t base = *new_base;
-    const std::uint32_t count = image.u32(base + 20);
-    if ((image.size() - base - k_new_header) / k_new_entry < count) {
-      return corrupt(name, fmt::format("{} entries do not fit in {} bytes", count, image.size()));
-    }
-    const auto endian = static_cast<std::uint8_t>(bytes[base + 28]) & 3;
-    if (endian == 1 || endian == 3) {  // invalid, or big-endian: not for this host
-      return corrupt(name, "written for another byte order");
-    }
-    // String offsets of the new format count from the new header.
-    const std::vector<std::string> hwcaps_names = load_hwcaps_names(image, base);
-    cache.m_entries.reserve(count);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const std::size_t at = base + k_new_header + static_cast<std::size_t>(i) * k_new_entry;
-      Entry entry;
-      entry.flags = static_cast<std::int32_t>(image.u32(at));
-      const std::uint32_t key = image.u32(at + 4);
-      const std::uint32_t value = image.u32(at + 8);
-      entry.hwcap = image.u64(at + 16);
-      auto soname = image.string_at(base + key, image.size());
-      auto path = image.string_at(base + value, image.size());
-      if (!soname || !path) {
-        return corrupt(name, fmt::format("entry {} has a string offset outside the file", i));
-      }
-      entry.soname = std::move(*soname);
-      entry.path = std::move(*path);
-      entry.is_hwcaps_entry =
-          ((entry.hwcap >> 32) & ~static_cast<std::uint64_t>(k_isa_level_mask)) ==
-          (k_hwcap_extension >> 32);
-      if (entry.is_hwcaps_entry) {
-        const auto index = static_cast<std::uint32_t>(entry.hwcap & 0xffffffffU);
-        if (index < hwcaps_names.size()) entry.glibc_hwcaps = hwcaps_names[index];
-      }
-      cache.m_entries.push_back(std::move(entry));
-    }
-    return cache;
+  if (image.size() <= k_old_header) return corrupt(name, "truncated header");
+  tables.old_count = image.u32(12);
+  if ((image.size() - k_old_header) / k_old_entry < tables.old_count) {
+    return corrupt(
+        name, fmt::format("{} entries do not fit in {} bytes", tables.old_count, image.size()));
   }
+  // ALIGN_CACHE: the embedded new table is 8-byte aligned after the old entries.
+  std::size_t offset = k_old_header + tables.old_count * k_old_entry;
+  offset = (offset + 7) & ~static_cast<std::size_t>(7);
+  if (image.has(offset, k_new_header) && image.starts_with(offset, k_new_magic)) {
+    tables.new_base = offset;
+  }
+  return tables;
+}
 
-  // Old format only: strings count from the end of the entry table.
-  const std::size_t strings = k_old_header + old_count * k_old_entry;
-  cache.m_entries.reserve(old_count);
-  for (std::size_t i = 0; i < old_count; ++i) {
-    const std::size_t at = k_old_header + i * k_old_entry;
-    Entry entry;
+// The entries of the new-format table at `base`; its string offsets count from `base`.
+Result<std::vector<LdCache::Entry>> read_new_table(ByteReader& image, std::size_t base,
+                                                   std::string_view name) {
+  const std::uint32_t count = image.u32(base + 20);
+  if ((image.size() - base - k_new_header) / k_new_entry < count) {
+    return corrupt(name, fmt::format("{} entries do not fit in {} bytes", count, image.size()));
+  }
+  const auto endian = image.text(base + 28, 1);
+  if (image.failed()) return corrupt(name, "truncated header");
+  if ((endian[0] & 3) == 1 || (endian[0] & 3) == 3) {  // invalid, or big-endian: not for this host
+    return corrupt(name, "written for another byte order");
+  }
+  const std::vector<std::string> hwcaps_names = load_hwcaps_names(image, base);
+  std::vector<LdCache::Entry> entries;
+  entries.reserve(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::size_t at = base + k_new_header + static_cast<std::size_t>(i) * k_new_entry;
+    LdCache::Entry entry;
     entry.flags = static_cast<std::int32_t>(image.u32(at));
-    auto soname = image.string_at(strings + image.u32(at + 4), image.size());
-    auto path = image.string_at(strings + image.u32(at + 8), image.size());
-    if (!soname || !path) {
+    auto soname = image.c_string(base + image.u32(at + 4));
+    auto path = image.c_string(base + image.u32(at + 8));
+    entry.hwcap = image.u64(at + 16);
+    if (!soname || !path || image.failed()) {
       return corrupt(name, fmt::format("entry {} has a string offset outside the file", i));
     }
-    entry.soname = std::move(*soname);
-    entry.path = std::move(*path);
-    cache.m_entries.push_back(std::move(entry));
+    entry.soname = std::string(*soname);
+    entry.path = std::string(*path);
+    entry.is_hwcaps_entry = ((entry.hwcap >> 32) & ~static_cast<std::uint64_t>(k_isa_level_mask)) ==
+                            (k_hwcap_extension >> 32);
+    if (entry.is_hwcaps_entry) {
+      const auto index = static_cast<std::uint32_t>(entry.hwcap & 0xffffffffU);
+      if (index < hwcaps_names.size()) entry.glibc_hwcaps = hwcaps_names[index];
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+// The entries of an old-format-only cache; its strings count from the end of the entry table.
+Result<std::vector<LdCache::Entry>> read_old_table(ByteReader& image, std::size_t count,
+                                                   std::string_view name) {
+  const std::size_t strings = k_old_header + count * k_old_entry;
+  std::vector<LdCache::Entry> entries;
+  entries.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t at = k_old_header + i * k_old_entry;
+    LdCache::Entry entry;
+    entry.flags = static_cast<std::int32_t>(image.u32(at));
+    auto soname = image.c_string(strings + image.u32(at + 4));
+    auto path = image.c_string(strings + image.u32(at + 8));
+    if (!soname || !path || image.failed()) {
+      return corrupt(name, fmt::format("entry {} has a string offset outside the file", i));
+    }
+    entry.soname = std::string(*soname);
+    entry.path = std::string(*path);
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+}  // namespace
+
+Result<LdCache> LdCache::parse(std::span<const std::byte> bytes, std::string_view name) {
+  ByteReader image(bytes);
+  VENVFIX_TRY_ASSIGN(Tables tables, find_tables(image, name));
+  LdCache cache;
+  if (tables.new_base) {
+    VENVFIX_TRY_ASSIGN(cache.m_entries, read_new_table(image, *tables.new_base, name));
+  } else {
+    VENVFIX_TRY_ASSIGN(cache.m_entries, read_old_table(image, tables.old_count, name));
   }
   return cache;
 }

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "venvfix/base/byte_reader.hpp"
 #include "wheel/member_name.hpp"
 
 namespace venvfix::wheel::detail {
@@ -19,43 +20,13 @@ constexpr std::size_t k_eocd_size = 22;
 constexpr std::size_t k_central_size = 46;
 constexpr std::size_t k_local_size = 30;
 
-// Little-endian reads that fail (nullopt) instead of reading past the end.
-class Bytes {
- public:
-  explicit Bytes(std::span<const std::byte> data) : m_data(data) {}
-  std::size_t size() const { return m_data.size(); }
-  bool has(std::uint64_t offset, std::uint64_t count) const {
-    return offset <= m_data.size() && count <= m_data.size() - offset;
-  }
-  std::uint64_t le(std::uint64_t offset, int width) const {
-    std::uint64_t value = 0;
-    for (int i = width - 1; i >= 0; --i) {
-      value = (value << 8) | std::to_integer<std::uint64_t>(m_data[offset + i]);
-    }
-    return value;
-  }
-  std::uint16_t u16(std::uint64_t offset) const {
-    return static_cast<std::uint16_t>(le(offset, 2));
-  }
-  std::uint32_t u32(std::uint64_t offset) const {
-    return static_cast<std::uint32_t>(le(offset, 4));
-  }
-  std::uint64_t u64(std::uint64_t offset) const { return le(offset, 8); }
-  std::string_view text(std::uint64_t offset, std::size_t count) const {
-    return {reinterpret_cast<const char*>(m_data.data()) + offset, count};
-  }
-
- private:
-  std::span<const std::byte> m_data;
-};
-
 struct Directory {
   std::uint64_t entries = 0;
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
 };
 
-std::optional<Directory> find_directory(const Bytes& b) {
+std::optional<Directory> find_directory(ByteReader& b) {
   if (b.size() < k_eocd_size) return std::nullopt;
   // The end record is the last thing in the file, followed only by its comment (< 64 KiB).
   std::size_t lowest = b.size() - k_eocd_size > 0xFFFF ? b.size() - k_eocd_size - 0xFFFF : 0;
@@ -77,7 +48,7 @@ std::optional<Directory> find_directory(const Bytes& b) {
     if (b.u32(at + 16) != 0 || b.u32(at + 20) != 0) return std::nullopt;
     dir = Directory{b.u64(at + 32), b.u64(at + 48), b.u64(at + 40)};
   }
-  if (!b.has(dir.offset, dir.size)) return std::nullopt;
+  if (b.failed() || !b.has(dir.offset, dir.size)) return std::nullopt;
   // Every entry takes at least 46 bytes: a count beyond that is a lie, not an allocation.
   if (dir.entries > dir.size / k_central_size) return std::nullopt;
   return dir;
@@ -85,7 +56,7 @@ std::optional<Directory> find_directory(const Bytes& b) {
 
 // The zip64 extended information extra field (0x0001) replaces the fields that hold all ones,
 // in this order: size, compressed size, local header offset.
-bool apply_zip64(const Bytes& b, std::uint64_t extra, std::uint64_t extra_len, ZipIndexEntry& entry,
+bool apply_zip64(ByteReader& b, std::uint64_t extra, std::uint64_t extra_len, ZipIndexEntry& entry,
                  std::uint64_t& local_offset) {
   bool need_size = entry.size == 0xFFFFFFFF;
   bool need_csize = entry.compressed_size == 0xFFFFFFFF;
@@ -109,7 +80,7 @@ bool apply_zip64(const Bytes& b, std::uint64_t extra, std::uint64_t extra_len, Z
       if (need_size && !take(entry.size)) return false;
       if (need_csize && !take(entry.compressed_size)) return false;
       if (need_offset && !take(local_offset)) return false;
-      return true;
+      return !b.failed();
     }
     at += 4 + len;
   }
@@ -118,8 +89,51 @@ bool apply_zip64(const Bytes& b, std::uint64_t extra, std::uint64_t extra_len, Z
 
 }  // namespace
 
+namespace {
+
+// The central-directory record at `at` (ending before `end`) and its local header; returns the
+// offset of the next record, or nullopt when anything is out of place.
+std::optional<std::uint64_t> read_entry(ByteReader& b, std::uint64_t at, std::uint64_t end,
+                                        std::uint64_t directory_offset, ZipIndexEntry& entry) {
+  if (at + k_central_size > end || b.u32(at) != k_central_sig) return std::nullopt;
+  entry.flags = b.u16(at + 8);
+  entry.method = b.u16(at + 10);
+  entry.crc32 = b.u32(at + 16);
+  entry.compressed_size = b.u32(at + 20);
+  entry.size = b.u32(at + 24);
+  const std::uint64_t name_len = b.u16(at + 28);
+  const std::uint64_t extra_len = b.u16(at + 30);
+  const std::uint64_t comment_len = b.u16(at + 32);
+  std::uint64_t local = b.u32(at + 42);
+  const std::uint64_t next = at + k_central_size + name_len + extra_len + comment_len;
+  if (next > end) return std::nullopt;
+  // Bit 11: the name is UTF-8 (checked by libarchive, which read_wheel trusts); without it,
+  // CP437 as zipfile reads it, so that the names match read_wheel's member for member.
+  const std::string_view stored = b.text(at + k_central_size, name_len);
+  entry.name = (entry.flags & 0x800) != 0 ? std::string(stored) : cp437_to_utf8(stored);
+  if (!apply_zip64(b, at + k_central_size + name_len, extra_len, entry, local)) {
+    return std::nullopt;
+  }
+  // The local header must name the same member; the data follows it and its extra field,
+  // and ends before the central directory.
+  if (!b.has(local, k_local_size) || b.u32(local) != k_local_sig) return std::nullopt;
+  const std::uint64_t local_name_len = b.u16(local + 26);
+  const std::uint64_t local_extra_len = b.u16(local + 28);
+  if (local_name_len != name_len || b.text(local + k_local_size, name_len) != stored) {
+    return std::nullopt;
+  }
+  entry.data_offset = local + k_local_size + local_name_len + local_extra_len;
+  if (b.failed() || entry.data_offset > directory_offset ||
+      entry.compressed_size > directory_offset - entry.data_offset) {
+    return std::nullopt;
+  }
+  return next;
+}
+
+}  // namespace
+
 std::optional<std::vector<ZipIndexEntry>> read_zip_index(std::span<const std::byte> data) {
-  const Bytes b(data);
+  ByteReader b(data);
   std::optional<Directory> dir = find_directory(b);
   if (!dir) return std::nullopt;
   std::vector<ZipIndexEntry> out;
@@ -127,42 +141,11 @@ std::optional<std::vector<ZipIndexEntry>> read_zip_index(std::span<const std::by
   std::uint64_t at = dir->offset;
   const std::uint64_t end = dir->offset + dir->size;
   for (std::uint64_t i = 0; i < dir->entries; ++i) {
-    if (at + k_central_size > end || b.u32(at) != k_central_sig) return std::nullopt;
     ZipIndexEntry entry;
-    entry.flags = b.u16(at + 8);
-    entry.method = b.u16(at + 10);
-    entry.crc32 = b.u32(at + 16);
-    entry.compressed_size = b.u32(at + 20);
-    entry.size = b.u32(at + 24);
-    const std::uint64_t name_len = b.u16(at + 28);
-    const std::uint64_t extra_len = b.u16(at + 30);
-    const std::uint64_t comment_len = b.u16(at + 32);
-    std::uint64_t local = b.u32(at + 42);
-    const std::uint64_t next = at + k_central_size + name_len + extra_len + comment_len;
-    if (next > end) return std::nullopt;
-    // Bit 11: the name is UTF-8 (checked by libarchive, which read_wheel trusts); without it,
-    // CP437 as zipfile reads it, so that the names match read_wheel's member for member.
-    const std::string_view stored = b.text(at + k_central_size, name_len);
-    entry.name = (entry.flags & 0x800) != 0 ? std::string(stored) : cp437_to_utf8(stored);
-    if (!apply_zip64(b, at + k_central_size + name_len, extra_len, entry, local)) {
-      return std::nullopt;
-    }
-    // The local header must name the same member; the data follows it and its extra field,
-    // and ends before the central directory.
-    if (!b.has(local, k_local_size) || b.u32(local) != k_local_sig) return std::nullopt;
-    const std::uint64_t local_name_len = b.u16(local + 26);
-    const std::uint64_t local_extra_len = b.u16(local + 28);
-    if (local_name_len != name_len || !b.has(local + k_local_size, name_len) ||
-        b.text(local + k_local_size, name_len) != stored) {
-      return std::nullopt;
-    }
-    entry.data_offset = local + k_local_size + local_name_len + local_extra_len;
-    if (entry.data_offset > dir->offset ||
-        entry.compressed_size > dir->offset - entry.data_offset) {
-      return std::nullopt;
-    }
+    std::optional<std::uint64_t> next = read_entry(b, at, end, dir->offset, entry);
+    if (!next) return std::nullopt;
     out.push_back(std::move(entry));
-    at = next;
+    at = *next;
   }
   return out;
 }
