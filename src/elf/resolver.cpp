@@ -94,105 +94,119 @@ class Resolver::Session {
     m_data = main.info->data_encoding;
   }
 
+  // _dl_map_object: one soname asked for by `loader` (nullopt: the main program's own load),
+  // through each search step in ld.so's order until one settles it.
   Resolution resolve(std::optional<std::size_t> loader, std::string_view asked) {
     Resolution r;
     r.soname = std::string(asked);
-    std::string name(asked);
-    // DT_NEEDED strings may hold tokens; _dl_map_object_deps expands them first (expand_dst).
-    if (detail::has_dst(name)) {
-      auto expanded =
-          loader ? detail::substitute_dst(name, dst_values(*loader)) : std::optional(name);
-      if (!expanded || expanded->empty()) {
-        r.error = fmt::format("{}: empty dynamic string token substitution", asked);
-        return r;
-      }
-      name = std::move(*expanded);
-    }
-    if (auto loaded = m_graph.find_loaded(name)) {
+    std::optional<std::string> name = expand_tokens(loader, asked, r);
+    if (!name) return r;
+    if (auto loaded = m_graph.find_loaded(*name)) {
       r.step = SearchStep::already_loaded;
       r.object = *loaded;
       r.path = m_graph.objects[*loaded].path;
       return r;
     }
-    if (name.find('/') != std::string::npos) {
+    if (name->find('/') != std::string::npos) {
       r.step = SearchStep::direct_path;
-      Candidate c = try_file(name, r);
-      if (c.outcome == Candidate::Outcome::found) return found(r, name, c);
+      Candidate c = try_file(*name, r);
+      if (c.outcome == Candidate::Outcome::found) return found(r, *name, c);
       if (c.outcome != Candidate::Outcome::fatal) set_not_found(r, c.record.get());
       return r;
     }
-
     const LoadedObject* needing = loader ? &m_graph.objects[*loader] : nullptr;
     // _dl_map_new_object: RPATHs only when the needing object has no RUNPATH.
     if (needing == nullptr || !needing->info->has_runpath) {
-      bool did_main = false;
-      std::size_t guard = 0;
-      for (std::optional<std::size_t> l = loader; l && guard <= m_graph.objects.size();
-           l = m_graph.objects[*l].loader, ++guard) {
-        const auto& list = m_resolver.search_list(m_graph, *l, /*runpath=*/false);
-        if (list.empty()) continue;
-        if (search(list, name, SearchStep::rpath, *l, r)) return r;
-        if (!r.error.empty()) return r;
-        did_main |= *l == m_graph.main_program;
-      }
-      const LoadedObject& main = m_graph.objects[m_graph.main_program];
-      if (!did_main && main.reason != LoadReason::dlopened) {
-        const auto& list = m_resolver.search_list(m_graph, m_graph.main_program, false);
-        if (!list.empty()) {
-          if (search(list, name, SearchStep::rpath, m_graph.main_program, r)) return r;
-          if (!r.error.empty()) return r;
-        }
-      }
+      if (search_rpaths(loader, *name, r)) return r;
     }
-    // LD_LIBRARY_PATH ($ORIGIN there is the main program's).
-    if (!m_resolver.m_system.ld_library_path.empty()) {
-      std::vector<std::string> elements;
-      for (const fs::path& dir : m_resolver.m_system.ld_library_path) {
-        elements.push_back(dir.string());
-      }
-      const auto list = detail::decompose(elements, dst_values(m_graph.main_program));
-      std::vector<SearchDir> dirs;
-      for (const auto& d : list) dirs.push_back({d.dir, d.entry});
-      if (search(dirs, name, SearchStep::ld_library_path, std::nullopt, r)) return r;
-      if (!r.error.empty()) return r;
-    }
+    if (search_ld_library_path(*name, r)) return r;
     if (needing != nullptr && needing->info->has_runpath) {
       const auto& list = m_resolver.search_list(m_graph, *loader, /*runpath=*/true);
-      if (search(list, name, SearchStep::runpath, *loader, r)) return r;
-      if (!r.error.empty()) return r;
+      if (search(list, *name, SearchStep::runpath, *loader, r) || !r.error.empty()) return r;
     }
-    const LoadedObject& flags_from =
-        needing != nullptr ? *needing : m_graph.objects[m_graph.main_program];
-    const bool nodeflib = flags_from.info->nodeflib;
-    if (m_resolver.m_system.cache) {
-      r.searched_cache = true;
-      auto cached = m_resolver.m_system.cache->find(name, m_class, m_machine,
-                                                    m_resolver.m_system.glibc_hwcaps);
-      if (cached && nodeflib && under_default_dir(*cached)) cached.reset();
-      if (cached) {
-        Candidate c = try_file(*cached, r);
-        if (c.outcome == Candidate::Outcome::found) {
-          r.step = SearchStep::ld_cache;
-          return found(r, *cached, c);
-        }
-        if (c.outcome == Candidate::Outcome::fatal) return r;
-      }
-    }
-    if (!nodeflib) {
-      std::vector<SearchDir> dirs;
-      for (const fs::path& dir : m_resolver.m_system.default_dirs) {
-        std::string text = dir.string();
-        if (text.empty() || text.back() != '/') text += '/';
-        dirs.push_back({text, dir.string()});
-      }
-      if (search(dirs, name, SearchStep::default_dir, std::nullopt, r)) return r;
-      if (!r.error.empty()) return r;
-    }
+    const bool nodeflib =
+        (needing != nullptr ? *needing : m_graph.objects[m_graph.main_program]).info->nodeflib;
+    if (search_cache(*name, nodeflib, r)) return r;
+    if (!nodeflib && search_default_dirs(*name, r)) return r;
     set_not_found(r, nullptr);
     return r;
   }
 
  private:
+  // DT_NEEDED strings may hold tokens; _dl_map_object_deps expands them first (expand_dst).
+  // nullopt (with r.error set) when the substitution leaves nothing.
+  std::optional<std::string> expand_tokens(std::optional<std::size_t> loader,
+                                           std::string_view asked, Resolution& r) const {
+    std::string name(asked);
+    if (!detail::has_dst(name)) return name;
+    auto expanded =
+        loader ? detail::substitute_dst(name, dst_values(*loader)) : std::optional(name);
+    if (!expanded || expanded->empty()) {
+      r.error = fmt::format("{}: empty dynamic string token substitution", asked);
+      return std::nullopt;
+    }
+    return expanded;
+  }
+
+  // The RPATHs of the loader chain, then the main program's (unless it was dlopened). True
+  // when that settled the resolution (found, or a fatal error in r.error).
+  bool search_rpaths(std::optional<std::size_t> loader, const std::string& name, Resolution& r) {
+    bool did_main = false;
+    std::size_t guard = 0;
+    for (std::optional<std::size_t> l = loader; l && guard <= m_graph.objects.size();
+         l = m_graph.objects[*l].loader, ++guard) {
+      const auto& list = m_resolver.search_list(m_graph, *l, /*runpath=*/false);
+      if (list.empty()) continue;
+      if (search(list, name, SearchStep::rpath, *l, r) || !r.error.empty()) return true;
+      did_main |= *l == m_graph.main_program;
+    }
+    const LoadedObject& main = m_graph.objects[m_graph.main_program];
+    if (did_main || main.reason == LoadReason::dlopened) return false;
+    const auto& list = m_resolver.search_list(m_graph, m_graph.main_program, false);
+    if (list.empty()) return false;
+    return search(list, name, SearchStep::rpath, m_graph.main_program, r) || !r.error.empty();
+  }
+
+  // LD_LIBRARY_PATH ($ORIGIN there is the main program's).
+  bool search_ld_library_path(const std::string& name, Resolution& r) {
+    if (m_resolver.m_system.ld_library_path.empty()) return false;
+    std::vector<std::string> elements;
+    for (const fs::path& dir : m_resolver.m_system.ld_library_path) {
+      elements.push_back(dir.string());
+    }
+    const auto list = detail::decompose(elements, dst_values(m_graph.main_program));
+    std::vector<SearchDir> dirs;
+    for (const auto& d : list) dirs.push_back({d.dir, d.entry});
+    return search(dirs, name, SearchStep::ld_library_path, std::nullopt, r) || !r.error.empty();
+  }
+
+  // ld.so.cache; under -z nodefaultlib an entry in a default directory does not count.
+  bool search_cache(const std::string& name, bool nodeflib, Resolution& r) {
+    if (!m_resolver.m_system.cache) return false;
+    r.searched_cache = true;
+    auto cached =
+        m_resolver.m_system.cache->find(name, m_class, m_machine, m_resolver.m_system.glibc_hwcaps);
+    if (cached && nodeflib && under_default_dir(*cached)) cached.reset();
+    if (!cached) return false;
+    Candidate c = try_file(*cached, r);
+    if (c.outcome == Candidate::Outcome::found) {
+      r.step = SearchStep::ld_cache;
+      found(r, *cached, c);
+      return true;
+    }
+    return c.outcome == Candidate::Outcome::fatal;
+  }
+
+  bool search_default_dirs(const std::string& name, Resolution& r) {
+    std::vector<SearchDir> dirs;
+    for (const fs::path& dir : m_resolver.m_system.default_dirs) {
+      std::string text = dir.string();
+      if (text.empty() || text.back() != '/') text += '/';
+      dirs.push_back({text, dir.string()});
+    }
+    return search(dirs, name, SearchStep::default_dir, std::nullopt, r) || !r.error.empty();
+  }
+
   detail::DstValues dst_values(std::size_t object) const {
     const LoadedObject& o = m_graph.objects[object];
     detail::DstValues values;
