@@ -108,129 +108,163 @@ Result<std::vector<DownloadResult>> Downloader::download_all(
   return download_each(requests, nullptr);
 }
 
-Result<std::vector<DownloadResult>> Downloader::download_each(
-    std::span<const DownloadRequest> requests, const OnDownloaded& on_done) {
-  const DownloadCache& cache = m_impl->cache;
-  if (cache.root().empty() && !requests.empty()) {
-    return make_error(ExitCode::usage, "no download cache directory is configured (--cache-dir)");
-  }
-  std::vector<std::optional<DownloadResult>> results(requests.size());
-  std::vector<std::string> missing;
-  std::map<std::string, std::size_t> first_for_key;             // sha256 or URL → first request
-  std::vector<std::pair<std::size_t, std::size_t>> duplicates;  // (request, same as)
-  std::vector<std::size_t> to_download;
-  std::uint64_t known_total = 0;
-  std::size_t cached = 0;
+namespace {
 
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const DownloadRequest& request = requests[i];
-    std::optional<std::string> hex = request.sha256_hex;
-    if (hex) {
-      *hex = to_lower_ascii(*hex);
-      if (!sha256_from_hex(*hex)) {
-        return make_error(ExitCode::usage, "the sha256 given for {} is not 64 hex digits: '{}'",
-                          redact_url(request.url), printable_excerpt(*hex));
+// One download_each call: sorts the requests into cache hits, duplicates, file:// copies and
+// transfers, then reports each result (a duplicate right after its first) as it is settled.
+class DownloadBatch {
+ public:
+  DownloadBatch(const FetchConfig& config, const DownloadCache& cache,
+                std::span<const DownloadRequest> requests, const Downloader::OnDownloaded& on_done)
+      : m_config(config),
+        m_cache(cache),
+        m_requests(requests),
+        m_on_done(on_done),
+        m_results(requests.size()),
+        m_is_duplicate(requests.size(), false) {}
+
+  // Settles what needs no network; fails on a bad request, or offline with files missing.
+  Status sort() {
+    std::vector<std::string> missing;
+    std::map<std::string, std::size_t> first_for_key;  // sha256 or URL → first request
+    for (std::size_t i = 0; i < m_requests.size(); ++i) {
+      const DownloadRequest& request = m_requests[i];
+      VENVFIX_TRY_ASSIGN(std::optional<std::string> hex, normalised_hash(request));
+      if (std::optional<std::string> known = hex ? hex : m_cache.hash_for_url(request.url)) {
+        if (std::optional<fs::path> path = m_cache.find(*known)) {
+          std::error_code error;
+          auto size = static_cast<std::uint64_t>(fs::file_size(*path, error));
+          m_results[i] = DownloadResult{*path, *known, size, true};
+          ++m_cached;
+          continue;
+        }
       }
-    }
-    std::optional<std::string> known = hex ? hex : cache.hash_for_url(request.url);
-    if (known) {
-      if (std::optional<fs::path> path = cache.find(*known)) {
-        std::error_code error;
-        auto size = static_cast<std::uint64_t>(fs::file_size(*path, error));
-        results[i] = DownloadResult{*path, *known, size, true};
-        ++cached;
+      std::string key = hex ? *hex : redact_url(request.url);
+      if (auto [it, inserted] = first_for_key.emplace(key, i); !inserted) {
+        m_duplicates_of.emplace(it->second, i);
+        m_is_duplicate[i] = true;
         continue;
       }
+      if (has_scheme(request.url, "file")) {
+        VENVFIX_TRY_ASSIGN(m_results[i], detail::copy_local_file(m_cache, request));
+        continue;
+      }
+      if (!has_scheme(request.url, "http") && !has_scheme(request.url, "https")) {
+        return make_error(ExitCode::usage,
+                          "cannot download {}: only http, https and file URLs work",
+                          redact_url(request.url));
+      }
+      if (m_config.offline) {
+        missing.push_back(fmt::format("{} ({})", default_name(request), redact_url(request.url)));
+        continue;
+      }
+      m_to_download.push_back(i);
+      m_known_total += request.size.value_or(0);
     }
-    std::string key = hex ? *hex : redact_url(request.url);
-    if (auto [it, inserted] = first_for_key.emplace(key, i); !inserted) {
-      duplicates.emplace_back(i, it->second);
-      continue;
-    }
-    if (has_scheme(request.url, "file")) {
-      VENVFIX_TRY_ASSIGN(results[i], detail::copy_local_file(cache, request));
-      continue;
-    }
-    if (!has_scheme(request.url, "http") && !has_scheme(request.url, "https")) {
-      return make_error(ExitCode::usage, "cannot download {}: only http, https and file URLs work",
-                        redact_url(request.url));
-    }
-    if (m_impl->config.offline) {
-      missing.push_back(fmt::format("{} ({})", default_name(request), redact_url(request.url)));
-      continue;
-    }
-    to_download.push_back(i);
-    known_total += request.size.value_or(0);
-  }
-  if (!missing.empty()) {
+    if (missing.empty()) return ok();
     return make_error(ExitCode::network, "offline, and {} file{} not in the cache {}: {}",
-                      missing.size(), missing.size() == 1 ? " is" : "s are", cache.root().string(),
-                      join(missing, ", "));
+                      missing.size(), missing.size() == 1 ? " is" : "s are",
+                      m_cache.root().string(), join(missing, ", "));
+  }
+
+  // Cache hits and file:// copies, in request order, then the transfers as they finish.
+  Status settle(CURLM* multi, CURLSH* share) {
+    detail::Progress progress(m_config.progress, m_requests.size(), m_known_total);
+    for (std::size_t i = 0; i < m_cached; ++i) progress.from_cache();
+    Status status = report_settled();
+    if (status && !m_to_download.empty()) status = transfer(multi, share, progress);
+    if (!status) {
+      progress.clear();
+      return status;
+    }
+    progress.summary();
+    return ok();
+  }
+
+  std::vector<DownloadResult> results() && {
+    std::vector<DownloadResult> out;
+    out.reserve(m_results.size());
+    for (auto& result : m_results) out.push_back(std::move(*result));
+    return out;
+  }
+
+ private:
+  static Result<std::optional<std::string>> normalised_hash(const DownloadRequest& request) {
+    if (!request.sha256_hex) return std::optional<std::string>();
+    std::string hex = to_lower_ascii(*request.sha256_hex);
+    if (!sha256_from_hex(hex)) {
+      return make_error(ExitCode::usage, "the sha256 given for {} is not 64 hex digits: '{}'",
+                        redact_url(request.url), printable_excerpt(hex));
+    }
+    return std::optional<std::string>(std::move(hex));
+  }
+
+  Status report_settled() {
+    for (std::size_t i = 0; i < m_requests.size(); ++i) {
+      if (m_results[i] && !m_is_duplicate[i]) VENVFIX_TRY(report(i));
+    }
+    return ok();
   }
 
   // Reports request `index` (whose result is set) and then each request that duplicates it.
-  std::multimap<std::size_t, std::size_t> duplicates_of;  // original → duplicate
-  for (auto [index, same_as] : duplicates) duplicates_of.emplace(same_as, index);
-  auto report = [&](std::size_t index) -> Status {
-    if (on_done) VENVFIX_TRY(on_done(index, *results[index]));
-    auto [first, last] = duplicates_of.equal_range(index);
+  Status report(std::size_t index) {
+    if (m_on_done) VENVFIX_TRY(m_on_done(index, *m_results[index]));
+    auto [first, last] = m_duplicates_of.equal_range(index);
     for (auto it = first; it != last; ++it) {
       const std::size_t dup = it->second;
-      results[dup] = results[index];
-      if (requests[dup].sha256_hex &&
-          to_lower_ascii(*requests[dup].sha256_hex) != results[dup]->sha256_hex) {
+      m_results[dup] = m_results[index];
+      const auto& expected = m_requests[dup].sha256_hex;
+      if (expected && to_lower_ascii(*expected) != m_results[dup]->sha256_hex) {
         return make_error(ExitCode::network, "the sha256 of {} is {}, but {} was expected",
-                          redact_url(requests[dup].url), results[dup]->sha256_hex,
-                          to_lower_ascii(*requests[dup].sha256_hex));
+                          redact_url(m_requests[dup].url), m_results[dup]->sha256_hex,
+                          to_lower_ascii(*expected));
       }
-      if (on_done) VENVFIX_TRY(on_done(dup, *results[dup]));
+      if (m_on_done) VENVFIX_TRY(m_on_done(dup, *m_results[dup]));
     }
     return ok();
-  };
-
-  detail::Progress progress(m_impl->config.progress, requests.size(), known_total);
-  for (std::size_t i = 0; i < cached; ++i) progress.from_cache();
-  {
-    // Cache hits and file:// copies, in request order (a duplicate is reported with its first).
-    std::vector<bool> is_duplicate(requests.size(), false);
-    for (auto [index, same_as] : duplicates) is_duplicate[index] = true;
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (results[i] && !is_duplicate[i]) {
-        if (Status reported = report(i); !reported) {
-          progress.clear();
-          return std::move(reported).error();
-        }
-      }
-    }
   }
-  if (!to_download.empty()) {
+
+  Status transfer(CURLM* multi, CURLSH* share, detail::Progress& progress) {
     std::vector<std::unique_ptr<Transfer>> owned;
     std::vector<Transfer*> transfers;
     std::vector<std::string> names;
-    for (std::size_t index : to_download) {
-      VENVFIX_TRY_ASSIGN(CacheTempFile file, cache.create_temp());
-      owned.push_back(std::make_unique<Transfer>(requests[index].url, std::move(file)));
+    for (std::size_t index : m_to_download) {
+      VENVFIX_TRY_ASSIGN(CacheTempFile file, m_cache.create_temp());
+      owned.push_back(std::make_unique<Transfer>(m_requests[index].url, std::move(file)));
       transfers.push_back(owned.back().get());
-      names.push_back(default_name(requests[index]));
+      names.push_back(default_name(m_requests[index]));
     }
-    detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), &progress,
-                              "download");
-    Status status =
-        loop.run(transfers, names, "", [&](std::size_t id, Transfer& transfer) -> Status {
-          std::size_t index = to_download[id];
-          VENVFIX_TRY_ASSIGN(results[index], finish_download(cache, requests[index], transfer));
-          return report(index);
-        });
-    if (!status) {
-      progress.clear();
-      return std::move(status).error();
-    }
+    detail::TransferLoop loop(m_config, multi, share, &progress, "download");
+    return loop.run(transfers, names, "", [&](std::size_t id, Transfer& done) -> Status {
+      std::size_t index = m_to_download[id];
+      VENVFIX_TRY_ASSIGN(m_results[index], finish_download(m_cache, m_requests[index], done));
+      return report(index);
+    });
   }
-  progress.summary();
-  std::vector<DownloadResult> out;
-  out.reserve(results.size());
-  for (auto& result : results) out.push_back(std::move(*result));
-  return out;
+
+  const FetchConfig& m_config;
+  const DownloadCache& m_cache;
+  std::span<const DownloadRequest> m_requests;
+  const Downloader::OnDownloaded& m_on_done;
+  std::vector<std::optional<DownloadResult>> m_results;
+  std::vector<bool> m_is_duplicate;
+  std::multimap<std::size_t, std::size_t> m_duplicates_of;  // first request → its duplicates
+  std::vector<std::size_t> m_to_download;
+  std::uint64_t m_known_total = 0;
+  std::size_t m_cached = 0;
+};
+
+}  // namespace
+
+Result<std::vector<DownloadResult>> Downloader::download_each(
+    std::span<const DownloadRequest> requests, const OnDownloaded& on_done) {
+  if (m_impl->cache.root().empty() && !requests.empty()) {
+    return make_error(ExitCode::usage, "no download cache directory is configured (--cache-dir)");
+  }
+  DownloadBatch batch(m_impl->config, m_impl->cache, requests, on_done);
+  VENVFIX_TRY(batch.sort());
+  VENVFIX_TRY(batch.settle(m_impl->multi.get(), m_impl->share.get()));
+  return std::move(batch).results();
 }
 
 Result<TextResponse> Downloader::get(const std::string& url,

@@ -72,98 +72,128 @@ TransferLoop::Outcome TransferLoop::classify(Transfer& transfer, CURLcode code, 
   return Outcome::failed;
 }
 
-Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std::string>& names,
-                         const std::string& accept, const OnComplete& on_complete) {
+struct TransferLoop::RunState {
+  std::vector<Transfer*> transfers;
+  const std::vector<std::string>& names;
+  const std::string& accept;
+  std::size_t parallel;
   std::deque<std::size_t> queue;
-  for (std::size_t i = 0; i < transfers.size(); ++i) queue.push_back(i);
   std::vector<std::size_t> waiting;  // scheduled for a retry
   std::vector<std::size_t> active;
-  const std::size_t parallel = static_cast<std::size_t>(std::clamp(m_config.parallel, 1, 64));
 
-  auto start = [&](std::size_t id) {
-    CURL* easy = transfers[id]->start_attempt(m_config, m_share, accept);
-    curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<char*>(id + 1));
-    curl_multi_add_handle(m_multi, easy);
-    active.push_back(id);
-    if (m_progress != nullptr && transfers[id]->attempt == 1) {
-      m_progress->started(id, names[id], std::nullopt);
-    }
-  };
-  auto abandon_all = [&] {
-    for (std::size_t id : active) {
-      curl_multi_remove_handle(m_multi, transfers[id]->easy());
-      transfers[id]->end_attempt();
-    }
-    active.clear();
-  };
+  bool done() const { return queue.empty() && waiting.empty() && active.empty(); }
+};
 
-  while (!queue.empty() || !waiting.empty() || !active.empty()) {
-    Clock::time_point now = Clock::now();
-    // Retries that are due go first: they have been waiting longest.
-    for (auto it = waiting.begin(); it != waiting.end() && active.size() < parallel;) {
-      if (transfers[*it]->not_before <= now) {
-        start(*it);
-        it = waiting.erase(it);
-      } else {
-        ++it;
-      }
+void TransferLoop::start(RunState& state, std::size_t id) {
+  Transfer& transfer = *state.transfers[id];
+  CURL* easy = transfer.start_attempt(m_config, m_share, state.accept);
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<char*>(id + 1));
+  curl_multi_add_handle(m_multi, easy);
+  state.active.push_back(id);
+  if (m_progress != nullptr && transfer.attempt == 1) {
+    m_progress->started(id, state.names[id], std::nullopt);
+  }
+}
+
+// Retries that are due go first (they have waited longest), then new transfers.
+void TransferLoop::fill_slots(RunState& state) {
+  const Clock::time_point now = Clock::now();
+  for (auto it = state.waiting.begin();
+       it != state.waiting.end() && state.active.size() < state.parallel;) {
+    if (state.transfers[*it]->not_before <= now) {
+      start(state, *it);
+      it = state.waiting.erase(it);
+    } else {
+      ++it;
     }
-    while (active.size() < parallel && !queue.empty()) {
-      start(queue.front());
-      queue.pop_front();
+  }
+  while (state.active.size() < state.parallel && !state.queue.empty()) {
+    start(state, state.queue.front());
+    state.queue.pop_front();
+  }
+}
+
+void TransferLoop::abandon_all(RunState& state) {
+  for (std::size_t id : state.active) {
+    curl_multi_remove_handle(m_multi, state.transfers[id]->easy());
+    state.transfers[id]->end_attempt();
+  }
+  state.active.clear();
+}
+
+// Hands each finished transfer to on_complete, or schedules its retry; the first error ends
+// the run with every transfer still in flight abandoned.
+Status TransferLoop::collect_finished(RunState& state, const OnComplete& on_complete) {
+  int left = 0;
+  while (CURLMsg* message = curl_multi_info_read(m_multi, &left)) {
+    if (message->msg != CURLMSG_DONE) continue;
+    char* tag = nullptr;
+    curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &tag);
+    std::size_t id = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(tag)) - 1;
+    Transfer& transfer = *state.transfers[id];
+    curl_multi_remove_handle(m_multi, transfer.easy());
+    state.active.erase(std::find(state.active.begin(), state.active.end(), id));
+    Error error;
+    Outcome outcome = classify(transfer, message->data.result, error);
+    Status status = ok();
+    if (outcome == Outcome::complete) status = on_complete(id, transfer);
+    transfer.end_attempt();
+    if (outcome == Outcome::failed) status = std::move(error);
+    if (!status) {
+      abandon_all(state);
+      return status;
     }
+    if (outcome == Outcome::retry) {
+      state.waiting.push_back(id);
+    } else if (m_progress != nullptr) {
+      m_progress->finished(id, transfer.bytes());
+    }
+  }
+  return ok();
+}
+
+void TransferLoop::show_progress(const RunState& state) {
+  if (m_progress == nullptr) return;
+  for (std::size_t id : state.active) {
+    m_progress->update(id, state.transfers[id]->bytes(), state.transfers[id]->expected_total());
+  }
+  m_progress->tick();
+}
+
+// Sleeps until curl has work, the next retry is due, or the progress line needs a redraw.
+void TransferLoop::wait_for_work(const RunState& state) {
+  auto timeout = std::chrono::milliseconds(100);
+  if (state.active.empty() && !state.waiting.empty()) {
+    Clock::time_point due = Clock::time_point::max();
+    for (std::size_t id : state.waiting) due = std::min(due, state.transfers[id]->not_before);
+    timeout = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now()),
+                         std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  } else if (!state.waiting.empty()) {
+    timeout = std::chrono::milliseconds(20);
+  }
+  curl_multi_poll(m_multi, nullptr, 0, static_cast<int>(timeout.count()), nullptr);
+}
+
+Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std::string>& names,
+                         const std::string& accept, const OnComplete& on_complete) {
+  RunState state{std::move(transfers),
+                 names,
+                 accept,
+                 static_cast<std::size_t>(std::clamp(m_config.parallel, 1, 64)),
+                 {},
+                 {},
+                 {}};
+  for (std::size_t i = 0; i < state.transfers.size(); ++i) state.queue.push_back(i);
+  while (!state.done()) {
+    fill_slots(state);
     int running = 0;
     curl_multi_perform(m_multi, &running);
-    int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(m_multi, &left)) {
-      if (message->msg != CURLMSG_DONE) continue;
-      char* tag = nullptr;
-      curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &tag);
-      std::size_t id = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(tag)) - 1;
-      CURLcode code = message->data.result;
-      Transfer& transfer = *transfers[id];
-      curl_multi_remove_handle(m_multi, transfer.easy());
-      active.erase(std::find(active.begin(), active.end(), id));
-      Error error;
-      Outcome outcome = classify(transfer, code, error);
-      if (outcome == Outcome::complete) {
-        Status status = on_complete(id, transfer);
-        transfer.end_attempt();
-        if (!status) {
-          abandon_all();
-          return status;
-        }
-        if (m_progress != nullptr) m_progress->finished(id, transfer.bytes());
-      } else {
-        transfer.end_attempt();
-        if (outcome == Outcome::failed) {
-          abandon_all();
-          return error;
-        }
-        waiting.push_back(id);
-      }
-    }
-    if (m_progress != nullptr) {
-      for (std::size_t id : active) {
-        m_progress->update(id, transfers[id]->bytes(), transfers[id]->expected_total());
-      }
-      m_progress->tick();
-    }
-    if (queue.empty() && waiting.empty() && active.empty()) break;
+    VENVFIX_TRY(collect_finished(state, on_complete));
+    show_progress(state);
+    if (state.done()) break;
     // A slot freed by a finished transfer is filled at once, not after the next poll.
-    if (!queue.empty() && active.size() < parallel) continue;
-    // Sleep until curl has work, the next retry is due, or the progress line needs a redraw.
-    auto timeout = std::chrono::milliseconds(100);
-    if (active.empty() && !waiting.empty()) {
-      Clock::time_point due = Clock::time_point::max();
-      for (std::size_t id : waiting) due = std::min(due, transfers[id]->not_before);
-      timeout =
-          std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now()),
-                     std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
-    } else if (!waiting.empty()) {
-      timeout = std::chrono::milliseconds(20);
-    }
-    curl_multi_poll(m_multi, nullptr, 0, static_cast<int>(timeout.count()), nullptr);
+    if (!state.queue.empty() && state.active.size() < state.parallel) continue;
+    wait_for_work(state);
   }
   return ok();
 }

@@ -31,7 +31,14 @@ class TransferLoop {
 
  private:
   enum class Outcome { complete, retry, failed };
+  struct RunState;  // the queues of one run()
   Outcome classify(Transfer& transfer, CURLcode code, Error& error);
+  void start(RunState& state, std::size_t id);
+  void fill_slots(RunState& state);
+  Status collect_finished(RunState& state, const OnComplete& on_complete);
+  void abandon_all(RunState& state);
+  void show_progress(const RunState& state);
+  void wait_for_work(const RunState& state);
   Clock::duration backoff(const Transfer& transfer);
 
   const FetchConfig& m_config;
