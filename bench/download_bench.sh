@@ -18,7 +18,7 @@
 # puts every tool's output (and venvfix's cache) elsewhere, e.g. on a tmpfs (/dev/shm) to take
 # the disk out of the comparison.
 #
-# The venvfix side is tests/fetch/download_driver.cc, compiled here with -O2 against the
+# The venvfix side is bench/download_driver.cc, compiled here with -O2 against the
 # base, pep, index and fetch sources only (no CMake build tree needed).
 set -euo pipefail
 
@@ -61,14 +61,14 @@ sources=("$repo"/src/base/*.cpp "$repo"/src/pep/*.cpp "$repo"/src/index/*.cpp "$
 stale=1
 if [ -x "$driver" ]; then
   stale=$(find "$repo/include" "$repo/src/base" "$repo/src/pep" "$repo/src/index" "$repo/src/fetch" \
-            "$repo/tests/fetch/download_driver.cc" -newer "$driver" | head -1 | wc -l)
+            "$repo/bench/download_driver.cc" -newer "$driver" | head -1 | wc -l)
 fi
 if [ "$stale" != 0 ]; then
   echo "compiling the venvfix driver (-O2, ${#sources[@]} sources)..." >&2
   rm -rf "$work/obj"; mkdir -p "$work/obj"
   flags=(-std=c++20 -O2 -DNDEBUG -I"$repo/include" -I"$repo/src" -DVENVFIX_VERSION='"bench"'
          -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DSPDLOG_SHARED_LIB -DFMT_SHARED)
-  printf '%s\n' "${sources[@]}" "$repo/tests/fetch/download_driver.cc" |
+  printf '%s\n' "${sources[@]}" "$repo/bench/download_driver.cc" |
     xargs -P "$(nproc)" -I{} sh -c 'c++ "$@" -c "{}" -o "'"$work"'/obj/$(echo "{}" | tr / _).o"' _ "${flags[@]}"
   c++ -O2 "$work"/obj/*.o -o "$driver" -lcurl -lssl -lcrypto -lspdlog -lfmt -lpthread
 fi

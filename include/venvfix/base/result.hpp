@@ -1,7 +1,7 @@
 // Errors as values: Result<T> holds a T or an Error; Status is Result<void>.
 //
 // An Error means venvfix could not do something. It carries the exit code of the contract
-// (docs: ../shared/spec/venvfix.md, "Exit codes") and one sentence that names the file,
+// (docs/cli.md, "Exit codes") and one sentence that names the file,
 // package or URL involved. A *finding* (something wrong with a venv) is not an Error: it is
 // data collected for the report.
 #pragma once

@@ -1,6 +1,6 @@
 // The plan document (`venvfix plan --json`, `venvfix plan -o FILE`, `venvfix apply PLAN`):
-// the contract's "venvfix-plan/1" schema (../shared/spec/venvfix.md, "The plan document").
-// Field names are fixed by the contract; venvfix adds a few (documented in docs/plan.md).
+// the "venvfix-plan/1" schema (docs/plan.md, "The document"; docs/cli.md lists its fields).
+// The contract's field names are fixed; the ones venvfix adds are documented in docs/plan.md.
 //
 // Writing is deterministic: the same Plan gives byte-identical text (keys in a fixed order,
 // arrays in the order the planner made them, no timestamps).

@@ -1,8 +1,8 @@
 // The planner behind `venvfix plan` (and `venvfix uninstall`, `venvfix apply` without a plan):
 // from the analysis of a venv, the exact wheels whose installation restores every soname the
 // targets need, the removals that end a CUDA mix, and why each was chosen. docs/plan.md has
-// the rules; the contract is ../shared/spec/venvfix.md ("What doctor and plan must find",
-// "The plan document").
+// the rules and the document; docs/doctor.md says what counts as a problem, and docs/cli.md
+// how the commands that plan are called.
 //
 // make_plan changes nothing in the venv. It reads the index (project pages, PEP 658 metadata)
 // only when there is something to plan, and downloads a wheel only when the index gives no

@@ -1,6 +1,6 @@
 // A finding: something wrong with a venv, collected as data for the report (doctor), the
 // planner and the transaction checks. Kinds and JSON field names are fixed by the contract
-// (../shared/spec/venvfix.md, "What doctor and plan must find").
+// (docs/doctor.md lists them, with the fields of each kind).
 #pragma once
 
 #include <string>

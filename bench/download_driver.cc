@@ -8,9 +8,9 @@
 // host (x86_64 glibc 2.36 unless --python/--glibc say otherwise) and every wheel is downloaded
 // at once through Downloader::download_all. Prints one line per wheel: sha256, size, path.
 //
-// The file is .cc, not .cpp, so that the test binary's glob (tests/**/*.cpp) leaves it out:
-// it has its own main(). The benchmark script compiles it against libvenvfix.a. The final
-// `venvfix` CLI (src/cli, the lead's) uses the same library calls.
+// bench/download_bench.sh compiles it with -O2 against the base, pep, index and fetch sources
+// (no CMake build tree needed); it is not part of any CMake target. The `venvfix` CLI uses the
+// same library calls.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
