@@ -91,29 +91,26 @@ int lib_dir_rank(const LibDir& dir) {
   return dir.name.back() == 't' ? 1 : 0;
 }
 
-}  // namespace
-
-Result<Venv> open_venv_at(const fs::path& given) {
-  Venv venv;
-  venv.root = normalised_absolute(given);
-  const std::string root_text = venv.root.string();
-  {
-    struct stat st {};
-    if (::stat(venv.root.c_str(), &st) != 0) {
-      return make_error(ExitCode::usage, "{} is not a virtual environment: {}", root_text,
-                        errno_message(errno));
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      return make_error(ExitCode::usage, "{} is not a virtual environment: not a directory",
-                        root_text);
-    }
+Status require_directory(const fs::path& root) {
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) {
+    return make_error(ExitCode::usage, "{} is not a virtual environment: {}", root.string(),
+                      errno_message(errno));
   }
-  const fs::path cfg_path = venv.root / "pyvenv.cfg";
+  if (!S_ISDIR(st.st_mode)) {
+    return make_error(ExitCode::usage, "{} is not a virtual environment: not a directory",
+                      root.string());
+  }
+  return ok();
+}
+
+Result<PyvenvCfg> read_pyvenv_cfg(const fs::path& root) {
+  const fs::path cfg_path = root / "pyvenv.cfg";
   struct stat cfg_stat {};
   if (::stat(cfg_path.c_str(), &cfg_stat) != 0) {
     if (errno == ENOENT) {
       return make_error(ExitCode::usage, "{} is not a virtual environment: it has no pyvenv.cfg",
-                        root_text);
+                        root.string());
     }
     return make_error(ExitCode::usage, "cannot read {}: {}", cfg_path.string(),
                       errno_message(errno));
@@ -123,71 +120,70 @@ Result<Venv> open_venv_at(const fs::path& given) {
     return make_error(ExitCode::usage, "cannot read {}: {}", cfg_path.string(),
                       text.error().message);
   }
-  VENVFIX_TRY_ASSIGN(PyvenvCfg cfg, parse_pyvenv_cfg(*text, cfg_path.string()));
+  return parse_pyvenv_cfg(*text, cfg_path.string());
+}
 
-  // venv writes "version", virtualenv and uv write "version_info" ("3.11.7.final.0", "3.12.3").
-  std::optional<PythonVersion> version;
+// venv writes "version", virtualenv and uv write "version_info" ("3.11.7.final.0", "3.12.3").
+std::optional<PythonVersion> configured_version(const PyvenvCfg& cfg, const fs::path& cfg_path) {
   for (const char* key : {"version", "version_info"}) {
     if (auto value = cfg.get(key)) {
-      version = parse_python_version(*value);
-      if (version) break;
+      if (auto version = parse_python_version(*value)) return version;
       spdlog::debug("{}: ignoring unparsable {} = {}", cfg_path.string(), key,
                     printable_excerpt(*value));
     }
   }
+  return std::nullopt;
+}
 
-  std::vector<LibDir> lib_dirs = find_lib_dirs(venv.root);
+// The lib/pythonX.Y directory of the configured version.
+Result<LibDir> lib_dir_for(const std::vector<LibDir>& lib_dirs, const PythonVersion& version,
+                           const fs::path& root) {
   std::optional<LibDir> chosen;
-  if (version) {
-    for (const LibDir& dir : lib_dirs) {
-      if (dir.major != version->major || dir.minor != version->minor) continue;
-      if (!chosen || lib_dir_rank(dir) < lib_dir_rank(*chosen)) chosen = dir;
-    }
-    if (!chosen) {
-      return make_error(ExitCode::usage,
-                        "{}: no site-packages for Python {}.{} (pyvenv.cfg says {}, but there is "
-                        "no lib/python{}.{} directory)",
-                        root_text, version->major, version->minor, version->full, version->major,
-                        version->minor);
-    }
-  } else {
-    std::vector<std::string> names;
-    for (const LibDir& dir : lib_dirs) {
-      bool same = chosen && chosen->major == dir.major && chosen->minor == dir.minor;
-      if (!chosen || (same && lib_dir_rank(dir) < lib_dir_rank(*chosen))) chosen = dir;
-      if (!same) names.push_back(dir.name);
-    }
-    if (!chosen) {
-      return make_error(ExitCode::usage,
-                        "cannot tell the Python version of {}: {} has no valid \"version\" or "
-                        "\"version_info\" and there is no lib/pythonX.Y directory",
-                        root_text, cfg_path.string());
-    }
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    if (names.size() > 1) {
-      return make_error(ExitCode::usage,
-                        "cannot tell the Python version of {}: {} has no valid \"version\" and "
-                        "lib/ holds several ({})",
-                        root_text, cfg_path.string(), join(names, ", "));
-    }
-    version = PythonVersion{chosen->major, chosen->minor, 0,
-                            fmt::format("{}.{}", chosen->major, chosen->minor)};
+  for (const LibDir& dir : lib_dirs) {
+    if (dir.major != version.major || dir.minor != version.minor) continue;
+    if (!chosen || lib_dir_rank(dir) < lib_dir_rank(*chosen)) chosen = dir;
   }
-  venv.python = *version;
-  venv.lib_dir_name = chosen->name;
+  if (chosen) return *chosen;
+  return make_error(ExitCode::usage,
+                    "{}: no site-packages for Python {}.{} (pyvenv.cfg says {}, but there is no "
+                    "lib/python{}.{} directory)",
+                    root.string(), version.major, version.minor, version.full, version.major,
+                    version.minor);
+}
 
-  if (auto implementation = cfg.get("implementation"); implementation && !implementation->empty()) {
-    venv.implementation = to_lower_ascii(*implementation);
-  } else {
-    venv.implementation = chosen->pypy ? "pypy" : "cpython";
+// Without a configured version: the one Python version lib/ holds.
+Result<LibDir> only_lib_dir(const std::vector<LibDir>& lib_dirs, const fs::path& root) {
+  const fs::path cfg_path = root / "pyvenv.cfg";
+  std::optional<LibDir> chosen;
+  std::vector<std::string> names;
+  for (const LibDir& dir : lib_dirs) {
+    bool same = chosen && chosen->major == dir.major && chosen->minor == dir.minor;
+    if (!chosen || (same && lib_dir_rank(dir) < lib_dir_rank(*chosen))) chosen = dir;
+    if (!same) names.push_back(dir.name);
   }
+  if (!chosen) {
+    return make_error(ExitCode::usage,
+                      "cannot tell the Python version of {}: {} has no valid \"version\" or "
+                      "\"version_info\" and there is no lib/pythonX.Y directory",
+                      root.string(), cfg_path.string());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.size() > 1) {
+    return make_error(ExitCode::usage,
+                      "cannot tell the Python version of {}: {} has no valid \"version\" and "
+                      "lib/ holds several ({})",
+                      root.string(), cfg_path.string(), join(names, ", "));
+  }
+  return *chosen;
+}
 
-  // sys.path order as documented in the header; lib64 is dropped when it is the same directory
-  // (the symlink python -m venv makes on 64-bit Linux).
+// sys.path order as documented in the header; lib64 is dropped when it is the same directory
+// (the symlink python -m venv makes on 64-bit Linux).
+Status find_site_packages(Venv& venv) {
   struct stat lib_stat {};
-  const fs::path lib_site = venv.root / "lib" / chosen->name / "site-packages";
-  const fs::path lib64_site = venv.root / "lib64" / chosen->name / "site-packages";
+  const fs::path lib_site = venv.root / "lib" / venv.lib_dir_name / "site-packages";
+  const fs::path lib64_site = venv.root / "lib64" / venv.lib_dir_name / "site-packages";
   bool have_lib = is_dir_stat(lib_site, &lib_stat);
   if (have_lib) venv.site_packages.push_back(lib_site);
   struct stat lib64_stat {};
@@ -199,11 +195,38 @@ Result<Venv> open_venv_at(const fs::path& given) {
   if (have_lib64) venv.site_packages.push_back(lib64_site);
   if (venv.site_packages.empty()) {
     return make_error(ExitCode::usage, "{}: no site-packages directory (looked for {} and {})",
-                      root_text, lib_site.string(), lib64_site.string());
+                      venv.root.string(), lib_site.string(), lib64_site.string());
   }
   venv.purelib = have_lib ? lib_site : lib64_site;
   venv.platlib = have_lib64 ? lib64_site : venv.purelib;
+  return ok();
+}
 
+}  // namespace
+
+Result<Venv> open_venv_at(const fs::path& given) {
+  Venv venv;
+  venv.root = normalised_absolute(given);
+  VENVFIX_TRY(require_directory(venv.root));
+  VENVFIX_TRY_ASSIGN(PyvenvCfg cfg, read_pyvenv_cfg(venv.root));
+  std::optional<PythonVersion> version = configured_version(cfg, venv.root / "pyvenv.cfg");
+  const std::vector<LibDir> lib_dirs = find_lib_dirs(venv.root);
+  LibDir chosen;
+  if (version) {
+    VENVFIX_TRY_ASSIGN(chosen, lib_dir_for(lib_dirs, *version, venv.root));
+  } else {
+    VENVFIX_TRY_ASSIGN(chosen, only_lib_dir(lib_dirs, venv.root));
+    version = PythonVersion{chosen.major, chosen.minor, 0,
+                            fmt::format("{}.{}", chosen.major, chosen.minor)};
+  }
+  venv.python = *version;
+  venv.lib_dir_name = chosen.name;
+  if (auto implementation = cfg.get("implementation"); implementation && !implementation->empty()) {
+    venv.implementation = to_lower_ascii(*implementation);
+  } else {
+    venv.implementation = chosen.pypy ? "pypy" : "cpython";
+  }
+  VENVFIX_TRY(find_site_packages(venv));
   if (auto value = cfg.get("include-system-site-packages")) {
     venv.include_system_site_packages = to_lower_ascii(*value) == "true";
   }
