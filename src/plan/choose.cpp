@@ -186,105 +186,111 @@ void refuse_placeholder(const Want& want, const manifest::Distribution& real, Dr
   draft.add_unresolved("placeholder " + want.name, std::move(entry));
 }
 
-}  // namespace
+// The requirements other installed distributions put on `want`, less the target's own lines
+// when the rule is the target's pin (a requirement the target pins is the pin itself).
+struct OtherRequirements {
+  std::vector<std::pair<pep::Requirement, std::string>> lines;  // (requirement, required by)
+  std::vector<const pep::SpecifierSet*> sets;
+};
 
-Result<std::optional<Install>> choose(const Context& context, const Want& want, const Pins& pins,
-                                      IndexView& index, Draft& draft) {
-  if (const manifest::Distribution* real = context.manifests.placeholder_of(want.name)) {
-    refuse_placeholder(want, *real, draft);
-    return std::optional<Install>();
-  }
-  std::set<std::size_t> leaving = draft.leaving();
-  // An index that fails is an error as it is; only a version or wheel missing from a page that
-  // came back gets the advice below.
-  if (auto page = index.page(want.name); !page) {
-    return with_hint(page.error(), placeholder_hint(context, want.name, index));
-  }
-  Rule rule = rule_for(context, want, pins);
-  auto others = context.requirements_on(want.name, leaving);
-  // A requirement the target pins is the pin itself: leave the target's own lines out.
+OtherRequirements other_requirements(const Context& context, const Want& want, const Rule& rule,
+                                     const std::set<std::size_t>& leaving) {
   std::set<std::string> targets;
   for (const std::string& name : context.analysis.target_list()) targets.insert(name);
-  std::vector<const pep::SpecifierSet*> other_sets;
-  for (const auto& [requirement, by] : others) {
+  OtherRequirements others;
+  for (auto& [requirement, by] : context.requirements_on(want.name, leaving)) {
     if (rule.name == "pin" && targets.count(by)) continue;
-    if (!requirement.specifier.empty()) other_sets.push_back(&requirement.specifier);
+    others.lines.emplace_back(requirement, by);
   }
+  for (const auto& [requirement, by] : others.lines) {
+    if (!requirement.specifier.empty()) others.sets.push_back(&requirement.specifier);
+  }
+  return others;
+}
 
+// The newest candidate that meets one of the rule's alternatives and every other requirement.
+std::optional<index::Candidate> best_candidate(const Want& want, const Rule& rule,
+                                               const OtherRequirements& others, IndexView& index) {
   std::optional<index::Candidate> best;
   for (const pep::SpecifierSet& alternative : rule.alternatives) {
-    std::vector<const pep::SpecifierSet*> sets = other_sets;
+    std::vector<const pep::SpecifierSet*> sets = others.sets;
     sets.push_back(&alternative);
     auto candidate = index.select(want.name, combine(sets));
     if (!candidate) continue;
-    if (!best || best->wheel.version < candidate->wheel.version)
+    if (!best || best->wheel.version < candidate->wheel.version) {
       best = std::move(candidate).value();
+    }
   }
+  return best;
+}
 
-  if (!best) {
-    // Does the rule alone find a version? Then the installed requirements conflict with it.
-    std::optional<index::Candidate> alone;
-    Error last{ExitCode::network, ""};
-    for (const pep::SpecifierSet& alternative : rule.alternatives) {
-      auto candidate = index.select(want.name, alternative);
-      if (candidate) {
-        if (!alone || alone->wheel.version < candidate->wheel.version) alone = *candidate;
-      } else {
-        last = candidate.error();
-      }
+// No candidate: an error when the rule alone finds none (the index lacks it), else an
+// unresolved conflict between the rule and the installed requirements.
+Status explain_no_candidate(const Context& context, const Want& want, const Rule& rule,
+                            const OtherRequirements& others, IndexView& index, Draft& draft) {
+  std::optional<index::Candidate> alone;
+  Error last{ExitCode::network, ""};
+  for (const pep::SpecifierSet& alternative : rule.alternatives) {
+    auto candidate = index.select(want.name, alternative);
+    if (candidate) {
+      if (!alone || alone->wheel.version < candidate->wheel.version) alone = *candidate;
+    } else {
+      last = candidate.error();
     }
-    if (!alone) {
-      std::string what = rule.name == "pin" || rule.name == "installed"
-                             ? fmt::format("{} ({})", want.name, rule.phrase)
-                             : want.name;
-      return with_hint(
-          make_error(ExitCode::network,
-                     "cannot plan {}: {}. Check that the index serves this version for this "
-                     "platform (an index that dropped old versions needs --extra-index-url or "
-                     "--find-links with the wheel), or install a target whose requirements the "
-                     "index can meet",
-                     what, last.message),
-          placeholder_hint(context, want.name, index));
-    }
-    std::vector<std::string> conflicting;
-    std::vector<std::string> requirements = rule.texts;
-    for (const auto& [requirement, by] : others) {
-      if (rule.name == "pin" && targets.count(by)) continue;
-      if (requirement.specifier.contains(alone->wheel.version, pep::PreReleases::allow)) continue;
-      std::string text = requirement.name + requirement.specifier.to_string();
-      conflicting.push_back(fmt::format("{} requires {}", by, text));
-      requirements.push_back(fmt::format("{} (required by {})", text, by));
-    }
-    std::string rule_side = rule.phrase.empty() ? want.name : rule.phrase;
-    nlohmann::json entry = {
-        {"kind", "conflicting-requirements"},
-        {"dist", want.name},
-        {"requirements", requirements},
-        {"message",
-         fmt::format("{}, but {}: no version of {} satisfies both, and venvfix makes no silent "
-                     "choice; change or remove one of these distributions",
-                     rule_side,
-                     conflicting.empty() ? "the installed requirements disagree"
-                                         : join(conflicting, " and "),
-                     want.name)}};
-    draft.add_unresolved("conflict " + want.name, std::move(entry));
-    return std::optional<Install>();
   }
+  if (!alone) {
+    std::string what = rule.name == "pin" || rule.name == "installed"
+                           ? fmt::format("{} ({})", want.name, rule.phrase)
+                           : want.name;
+    return with_hint(
+        make_error(ExitCode::network,
+                   "cannot plan {}: {}. Check that the index serves this version for this "
+                   "platform (an index that dropped old versions needs --extra-index-url or "
+                   "--find-links with the wheel), or install a target whose requirements the "
+                   "index can meet",
+                   what, last.message),
+        placeholder_hint(context, want.name, index));
+  }
+  std::vector<std::string> conflicting;
+  std::vector<std::string> requirements = rule.texts;
+  for (const auto& [requirement, by] : others.lines) {
+    if (requirement.specifier.contains(alone->wheel.version, pep::PreReleases::allow)) continue;
+    std::string text = requirement.name + requirement.specifier.to_string();
+    conflicting.push_back(fmt::format("{} requires {}", by, text));
+    requirements.push_back(fmt::format("{} (required by {})", text, by));
+  }
+  std::string rule_side = rule.phrase.empty() ? want.name : rule.phrase;
+  nlohmann::json entry = {
+      {"kind", "conflicting-requirements"},
+      {"dist", want.name},
+      {"requirements", requirements},
+      {"message",
+       fmt::format(
+           "{}, but {}: no version of {} satisfies both, and venvfix makes no silent "
+           "choice; change or remove one of these distributions",
+           rule_side,
+           conflicting.empty() ? "the installed requirements disagree" : join(conflicting, " and "),
+           want.name)}};
+  draft.add_unresolved("conflict " + want.name, std::move(entry));
+  return ok();
+}
 
-  VENVFIX_TRY_ASSIGN(IndexView::Digest digest, index.digest(*best));
+Result<Install> make_install(const Context& context, const Want& want, const Rule& rule,
+                             const index::Candidate& best, IndexView& index) {
+  VENVFIX_TRY_ASSIGN(IndexView::Digest digest, index.digest(best));
   Install install;
   Action& action = install.action;
   action.kind = ActionKind::install;
   action.dist = want.name;
-  action.version = best->wheel.version.to_string();
+  action.version = best.wheel.version.to_string();
   if (const dist::Distribution* installed = context.installed(want.name)) {
     action.replaces = DistVersion{installed->normalized_name, installed->version};
   }
-  action.file = best->file.filename;
-  action.url = index::without_user_info(best->file.url);
+  action.file = best.file.filename;
+  action.url = index::without_user_info(best.file.url);
   action.sha256 = digest.sha256;
   action.size = digest.size;
-  install.files = files_of(context, want.name, best->wheel.version);
+  install.files = files_of(context, want.name, best.wheel.version);
   std::set<std::string> provides;
   for (const AddedFile& file : install.files) {
     if (file.library != nullptr || dist::looks_like_shared_object(file.soname)) {
@@ -294,6 +300,30 @@ Result<std::optional<Install>> choose(const Context& context, const Want& want, 
   action.provides.assign(provides.begin(), provides.end());
   action.reason = reason_for(context, want, rule);
   action.rule = want.repair ? "repair:" + rule.name : rule.name;
+  return install;
+}
+
+}  // namespace
+
+Result<std::optional<Install>> choose(const Context& context, const Want& want, const Pins& pins,
+                                      IndexView& index, Draft& draft) {
+  if (const manifest::Distribution* real = context.manifests.placeholder_of(want.name)) {
+    refuse_placeholder(want, *real, draft);
+    return std::optional<Install>();
+  }
+  // An index that fails is an error as it is; only a version or wheel missing from a page that
+  // came back gets the advice in explain_no_candidate.
+  if (auto page = index.page(want.name); !page) {
+    return with_hint(page.error(), placeholder_hint(context, want.name, index));
+  }
+  const Rule rule = rule_for(context, want, pins);
+  const OtherRequirements others = other_requirements(context, want, rule, draft.leaving());
+  std::optional<index::Candidate> best = best_candidate(want, rule, others, index);
+  if (!best) {
+    VENVFIX_TRY(explain_no_candidate(context, want, rule, others, index, draft));
+    return std::optional<Install>();
+  }
+  VENVFIX_TRY_ASSIGN(Install install, make_install(context, want, rule, *best, index));
   return std::optional<Install>(std::move(install));
 }
 

@@ -36,20 +36,21 @@ std::vector<std::string> requirers(const Context& context, const std::string& na
   return out;
 }
 
-}  // namespace
-
-Status plan_removals(const Context& context, const std::set<std::size_t>& dropped, Draft& draft) {
-  const auto& distributions = context.analysis.inventory.distributions;
-  if (!context.uninstall.empty()) {
-    for (std::size_t index : context.uninstall) {
-      const dist::Distribution& dist = distributions[index];
-      draft.removals.push_back(
-          {index, "uninstall",
-           fmt::format("uninstalls {} {} as asked", dist.normalized_name, dist.version), false});
-    }
-    return ok();
+// The removals --uninstall asks for, as asked.
+void plan_asked_removals(const Context& context, Draft& draft) {
+  for (std::size_t index : context.uninstall) {
+    const dist::Distribution& dist = context.analysis.inventory.distributions[index];
+    draft.removals.push_back(
+        {index, "uninstall",
+         fmt::format("uninstalls {} {} as asked", dist.normalized_name, dist.version), false});
   }
+}
 
+// The cuda-mix findings whose distribution may go; those `dropped` (removing them would leave
+// a target soname unresolved) stay, with a note, or unresolved when they conflict.
+std::vector<Candidate> removal_candidates(const Context& context,
+                                          const std::set<std::size_t>& dropped, Draft& draft) {
+  const auto& distributions = context.analysis.inventory.distributions;
   std::vector<Candidate> candidates;
   std::set<std::size_t> seen;
   for (const Finding& finding : context.analysis.findings) {
@@ -60,26 +61,32 @@ Status plan_removals(const Context& context, const std::set<std::size_t>& droppe
     auto index = static_cast<std::size_t>(dist - distributions.data());
     // One cuda-mix finding per CUDA target: the first one decides.
     if (!seen.insert(index).second) continue;
-    if (dropped.count(index)) {
-      draft.notes.push_back(
-          {{"kind", "kept-foreign-cuda"},
-           {"dist", finding.dist},
-           {"message", fmt::format("{} {} stays: removing it would leave a target soname "
-                                   "unresolved",
-                                   finding.dist, finding.version)}});
-      if (finding.conflicts) {
-        draft.add_unresolved("cuda-mix " + finding.dist,
-                             {{"kind", "cuda-mix"},
-                              {"dist", finding.dist},
-                              {"message", finding.message + "; it cannot be removed without "
-                                                            "breaking a target"}});
-      }
+    if (!dropped.count(index)) {
+      candidates.push_back({index, &finding});
       continue;
     }
-    candidates.push_back({index, &finding});
+    draft.notes.push_back(
+        {{"kind", "kept-foreign-cuda"},
+         {"dist", finding.dist},
+         {"message", fmt::format("{} {} stays: removing it would leave a target soname "
+                                 "unresolved",
+                                 finding.dist, finding.version)}});
+    if (finding.conflicts) {
+      draft.add_unresolved("cuda-mix " + finding.dist,
+                           {{"kind", "cuda-mix"},
+                            {"dist", finding.dist},
+                            {"message", finding.message + "; it cannot be removed without "
+                                                          "breaking a target"}});
+    }
   }
-  // A candidate required by a distribution that stays cannot go; that may keep another
-  // candidate it requires, so repeat until nothing changes.
+  return candidates;
+}
+
+// A candidate required by a distribution that stays cannot go; that may keep another
+// candidate it requires, so repeat until nothing changes. Returns candidate → its requirers.
+std::map<std::size_t, std::vector<std::string>> blocked_candidates(
+    const Context& context, const std::vector<Candidate>& candidates) {
+  const auto& distributions = context.analysis.inventory.distributions;
   std::set<std::size_t> leaving;
   for (const Candidate& candidate : candidates) leaving.insert(candidate.dist);
   std::map<std::size_t, std::vector<std::string>> blocked;
@@ -95,39 +102,58 @@ Status plan_removals(const Context& context, const std::set<std::size_t>& droppe
       changed = true;
     }
   }
+  return blocked;
+}
+
+void keep_required(const Finding& finding, const std::vector<std::string>& by, Draft& draft) {
+  const char* verb_ending = by.size() == 1 ? "s" : "";
+  if (!finding.conflicts) {
+    draft.notes.push_back({{"kind", "kept-foreign-cuda"},
+                           {"dist", finding.dist},
+                           {"message", fmt::format("{} {} stays: {} require{} it", finding.dist,
+                                                   finding.version, join(by, ", "), verb_ending)}});
+    return;
+  }
+  draft.add_unresolved("cuda-mix " + finding.dist,
+                       {{"kind", "cuda-mix"},
+                        {"dist", finding.dist},
+                        {"required_by_installed", by},
+                        {"message", fmt::format("{}; it cannot be removed while {} require{} it",
+                                                finding.message, join(by, ", "), verb_ending)}});
+}
+
+std::string removal_reason(const Finding& finding) {
+  if (finding.conflicts) {
+    return fmt::format(
+        "removes {} {}, a CUDA {} distribution that shares or overwrote files of {} (the "
+        "target is built for CUDA {})",
+        finding.dist, finding.version, finding.cuda_major, join(finding.dists, ", "),
+        finding.target_cuda_major);
+  }
+  return fmt::format(
+      "removes {} {}, a CUDA {} distribution beside a target built for CUDA {} "
+      "(--remove-foreign-cuda)",
+      finding.dist, finding.version, finding.cuda_major, finding.target_cuda_major);
+}
+
+}  // namespace
+
+Status plan_removals(const Context& context, const std::set<std::size_t>& dropped, Draft& draft) {
+  if (!context.uninstall.empty()) {
+    plan_asked_removals(context, draft);
+    return ok();
+  }
+  const std::vector<Candidate> candidates = removal_candidates(context, dropped, draft);
+  const auto blocked = blocked_candidates(context, candidates);
   for (const Candidate& candidate : candidates) {
     const Finding& finding = *candidate.finding;
     if (auto it = blocked.find(candidate.dist); it != blocked.end()) {
-      std::string message =
-          fmt::format("{} {} stays: {} require{} it", finding.dist, finding.version,
-                      join(it->second, ", "), it->second.size() == 1 ? "s" : "");
-      if (finding.conflicts) {
-        draft.add_unresolved("cuda-mix " + finding.dist,
-                             {{"kind", "cuda-mix"},
-                              {"dist", finding.dist},
-                              {"required_by_installed", it->second},
-                              {"message", finding.message + "; it cannot be removed while " +
-                                              join(it->second, ", ") + " require" +
-                                              (it->second.size() == 1 ? "s" : "") + " it"}});
-      } else {
-        draft.notes.push_back(
-            {{"kind", "kept-foreign-cuda"}, {"dist", finding.dist}, {"message", message}});
-      }
+      keep_required(finding, it->second, draft);
       continue;
     }
-    std::string reason =
-        finding.conflicts
-            ? fmt::format(
-                  "removes {} {}, a CUDA {} distribution that shares or overwrote files "
-                  "of {} (the target is built for CUDA {})",
-                  finding.dist, finding.version, finding.cuda_major, join(finding.dists, ", "),
-                  finding.target_cuda_major)
-            : fmt::format(
-                  "removes {} {}, a CUDA {} distribution beside a target built for CUDA "
-                  "{} (--remove-foreign-cuda)",
-                  finding.dist, finding.version, finding.cuda_major, finding.target_cuda_major);
-    draft.removals.push_back(
-        {candidate.dist, finding.conflicts ? "conflicting-cuda" : "foreign-cuda", reason, true});
+    draft.removals.push_back({candidate.dist,
+                              finding.conflicts ? "conflicting-cuda" : "foreign-cuda",
+                              removal_reason(finding), true});
   }
   return ok();
 }

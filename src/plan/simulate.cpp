@@ -105,21 +105,120 @@ struct Resolved {
   fs::path path;
 };
 
-}  // namespace
+// One simulation: the venv's current uses re-resolved in the state after the plan, then the
+// needs of every library the installs bring into the load.
+class Simulation {
+ public:
+  Simulation(const Context& context, const std::vector<Install>& installs,
+             const std::vector<Keep>& keeps)
+      : m_context(context),
+        m_analysis(context.analysis),
+        m_root(context.analysis.venv.root),
+        m_after(installs, keeps),
+        m_preload(preload_after(context, m_after)),
+        m_bound(m_preload.begin(), m_preload.end()) {}
 
-std::vector<Failure> simulate(const Context& context, const std::vector<Install>& installs,
-                              const std::vector<Keep>& keeps) {
-  const verify::Analysis& analysis = context.analysis;
-  const fs::path& root = analysis.venv.root;
-  After after(installs, keeps);
-  std::map<std::string, fs::path> preload = preload_after(context, after);
-  std::unordered_map<std::string, fs::path> bound(preload.begin(), preload.end());
-  std::map<std::pair<std::string, bool>, Failure> failures;  // (soname, escaped)
-  std::deque<const AddedFile*> queue;
+  void check_current_uses() {
+    for (const verify::SonameUse& use : m_analysis.uses) {
+      if (m_context.manifests.system_provider(use.soname)) continue;
+      if (!m_after.exists(use.consumer)) continue;  // the consumer itself goes
+      std::optional<fs::path> original;
+      if (use.resolution.path) original = use.resolution.path->lexically_normal();
+      const bool was_inside = original && is_inside(*original, m_root);
+      const Resolved result = resolve_after(use, original, was_inside);
+      if (result.outcome == Outcome::resolved) {
+        bind(use.soname, result.path);
+        continue;
+      }
+      std::string consumer =
+          m_analysis.display_path(use.consumer) + (use.dlopen ? " (dlopen)" : "");
+      std::optional<std::size_t> cause;
+      if (was_inside) cause = m_after.removed_by(*original);
+      fail(use.soname, consumer, result.outcome == Outcome::escaped, result.path, was_inside,
+           cause);
+    }
+  }
 
-  auto fail = [&](const std::string& soname, const std::string& consumer, bool escaped,
-                  const fs::path& resolved_to, bool regression, std::optional<std::size_t> cause) {
-    Failure& failure = failures[{soname, escaped}];
+  // The libraries the installs bring into the load: their own needs and dlopens.
+  void check_added_libraries() {
+    std::set<std::string> expanded;
+    while (!m_queue.empty()) {
+      const AddedFile* file = m_queue.front();
+      m_queue.pop_front();
+      if (file->library == nullptr || !expanded.insert(file->path.string()).second) continue;
+      const std::vector<fs::path> dirs = search_dirs(*file);
+      const std::string consumer = m_analysis.display_path(file->path);
+      for (const std::string& soname : file->library->needed) need(soname, dirs, consumer);
+      for (const std::string& soname : file->library->dlopens) {
+        need(soname, dirs, consumer + " (dlopen)");
+      }
+    }
+  }
+
+  std::vector<Failure> failures() && {
+    std::vector<Failure> out;
+    for (auto& [key, failure] : m_failures) {
+      // Loaded by some other object after all (load order is not modelled).
+      if (!failure.escaped && m_bound.count(failure.soname)) continue;
+      out.push_back(std::move(failure));
+    }
+    return out;
+  }
+
+ private:
+  // Where `use` resolves once the plan is applied: preloaded, already loaded, the first
+  // directory it searched that then holds the soname, or where it went outside the venv.
+  Resolved resolve_after(const verify::SonameUse& use, const std::optional<fs::path>& original,
+                         bool was_inside) {
+    if (auto it = m_preload.find(use.soname); it != m_preload.end()) {
+      return {Outcome::resolved, it->second};
+    }
+    if (use.resolution.step == elf::SearchStep::already_loaded && original &&
+        m_after.exists(*original)) {
+      return {Outcome::resolved, *original};
+    }
+    for (const fs::path& searched : use.resolution.searched) {
+      fs::path dir = searched.lexically_normal();
+      if (is_inside(dir, m_root)) {
+        fs::path candidate = dir / use.soname;
+        if (m_after.exists(candidate)) return {Outcome::resolved, candidate};
+      } else if (original && !was_inside && original->parent_path() == dir) {
+        return {Outcome::escaped, *original};
+      }
+    }
+    if (original && !was_inside) return {Outcome::escaped, *original};  // cache or default dir
+    return {};
+  }
+
+  static std::vector<fs::path> search_dirs(const AddedFile& file) {
+    std::vector<fs::path> dirs;
+    for (const std::string* list : {&file.library->rpath, &file.library->runpath}) {
+      for (std::string_view entry : split(*list, ':')) {
+        if (entry.empty()) continue;
+        std::string expanded_entry =
+            replace_all(replace_all(std::string(entry), "${ORIGIN}", "$ORIGIN"), "$ORIGIN",
+                        file.path.parent_path().string());
+        dirs.push_back(fs::path(expanded_entry).lexically_normal());
+      }
+    }
+    return dirs;
+  }
+
+  void need(const std::string& soname, const std::vector<fs::path>& dirs,
+            const std::string& consumer) {
+    if (m_context.manifests.system_provider(soname) || m_bound.count(soname)) return;
+    for (const fs::path& dir : dirs) {
+      if (m_after.exists(dir / soname)) {
+        bind(soname, dir / soname);
+        return;
+      }
+    }
+    fail(soname, consumer, false, {}, false, std::nullopt);
+  }
+
+  void fail(const std::string& soname, const std::string& consumer, bool escaped,
+            const fs::path& resolved_to, bool regression, std::optional<std::size_t> cause) {
+    Failure& failure = m_failures[{soname, escaped}];
     failure.soname = soname;
     failure.escaped = escaped;
     failure.needed_by.insert(consumer);
@@ -128,93 +227,31 @@ std::vector<Failure> simulate(const Context& context, const std::vector<Install>
       failure.regression = true;
       if (!failure.cause) failure.cause = cause;
     }
-  };
-  auto bind = [&](const std::string& soname, const fs::path& path) {
-    bound.emplace(soname, path);
-    if (const AddedFile* added = after.added(path)) queue.push_back(added);
-  };
-
-  for (const verify::SonameUse& use : analysis.uses) {
-    if (context.manifests.system_provider(use.soname)) continue;
-    if (!after.exists(use.consumer)) continue;  // the consumer itself goes
-    const elf::Resolution& resolution = use.resolution;
-    std::optional<fs::path> original;
-    if (resolution.path) original = resolution.path->lexically_normal();
-    bool was_inside = original && is_inside(*original, root);
-
-    Resolved result;
-    if (auto it = preload.find(use.soname); it != preload.end()) {
-      result = {Outcome::resolved, it->second};
-    } else if (resolution.step == elf::SearchStep::already_loaded && original &&
-               after.exists(*original)) {
-      result = {Outcome::resolved, *original};
-    } else {
-      for (const fs::path& searched : resolution.searched) {
-        fs::path dir = searched.lexically_normal();
-        if (is_inside(dir, root)) {
-          fs::path candidate = dir / use.soname;
-          if (after.exists(candidate)) {
-            result = {Outcome::resolved, candidate};
-            break;
-          }
-        } else if (original && !was_inside && original->parent_path() == dir) {
-          result = {Outcome::escaped, *original};
-          break;
-        }
-      }
-      if (result.outcome == Outcome::unresolved && original && !was_inside) {
-        result = {Outcome::escaped, *original};  // the ld.so.cache or a default directory
-      }
-    }
-    std::string consumer = analysis.display_path(use.consumer) + (use.dlopen ? " (dlopen)" : "");
-    if (result.outcome == Outcome::resolved) {
-      bind(use.soname, result.path);
-      continue;
-    }
-    std::optional<std::size_t> cause;
-    if (was_inside) cause = after.removed_by(*original);
-    fail(use.soname, consumer, result.outcome == Outcome::escaped, result.path, was_inside, cause);
   }
 
-  // The libraries the installs bring into the load: their own needs and dlopens.
-  std::set<std::string> expanded;
-  while (!queue.empty()) {
-    const AddedFile* file = queue.front();
-    queue.pop_front();
-    if (file->library == nullptr || !expanded.insert(file->path.string()).second) continue;
-    const manifest::Library& library = *file->library;
-    std::vector<fs::path> dirs;
-    for (const std::string* list : {&library.rpath, &library.runpath}) {
-      for (std::string_view entry : split(*list, ':')) {
-        if (entry.empty()) continue;
-        std::string expanded_entry =
-            replace_all(replace_all(std::string(entry), "${ORIGIN}", "$ORIGIN"), "$ORIGIN",
-                        file->path.parent_path().string());
-        dirs.push_back(fs::path(expanded_entry).lexically_normal());
-      }
-    }
-    std::string consumer = analysis.display_path(file->path);
-    auto need = [&](const std::string& soname, bool dlopen) {
-      if (context.manifests.system_provider(soname) || bound.count(soname)) return;
-      for (const fs::path& dir : dirs) {
-        if (after.exists(dir / soname)) {
-          bind(soname, dir / soname);
-          return;
-        }
-      }
-      fail(soname, consumer + (dlopen ? " (dlopen)" : ""), false, {}, false, std::nullopt);
-    };
-    for (const std::string& soname : library.needed) need(soname, false);
-    for (const std::string& soname : library.dlopens) need(soname, true);
+  void bind(const std::string& soname, const fs::path& path) {
+    m_bound.emplace(soname, path);
+    if (const AddedFile* added = m_after.added(path)) m_queue.push_back(added);
   }
 
-  std::vector<Failure> out;
-  for (auto& [key, failure] : failures) {
-    // Loaded by some other object after all (load order is not modelled).
-    if (!failure.escaped && bound.count(failure.soname)) continue;
-    out.push_back(std::move(failure));
-  }
-  return out;
+  const Context& m_context;
+  const verify::Analysis& m_analysis;
+  const fs::path& m_root;
+  After m_after;
+  std::map<std::string, fs::path> m_preload;
+  std::unordered_map<std::string, fs::path> m_bound;
+  std::map<std::pair<std::string, bool>, Failure> m_failures;  // (soname, escaped)
+  std::deque<const AddedFile*> m_queue;
+};
+
+}  // namespace
+
+std::vector<Failure> simulate(const Context& context, const std::vector<Install>& installs,
+                              const std::vector<Keep>& keeps) {
+  Simulation simulation(context, installs, keeps);
+  simulation.check_current_uses();
+  simulation.check_added_libraries();
+  return std::move(simulation).failures();
 }
 
 }  // namespace venvfix::plan::detail
