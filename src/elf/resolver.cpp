@@ -176,6 +176,7 @@ class Resolver::Session {
     }
     const auto list = detail::decompose(elements, dst_values(m_graph.main_program));
     std::vector<SearchDir> dirs;
+    dirs.reserve(list.size());
     for (const auto& d : list) dirs.push_back({d.dir, d.entry});
     return search(dirs, name, SearchStep::ld_library_path, std::nullopt, r) || !r.error.empty();
   }

@@ -45,7 +45,9 @@ fs::path host_interpreter() {
 }
 
 std::string host_platform() {
-  const auto* platform = reinterpret_cast<const char*>(getauxval(AT_PLATFORM));
+  // getauxval returns AT_PLATFORM's pointer as an integer.
+  const auto* platform =
+      reinterpret_cast<const char*>(getauxval(AT_PLATFORM));  // NOLINT(performance-no-int-to-ptr)
   return platform != nullptr ? platform : "";
 }
 

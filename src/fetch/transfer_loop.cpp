@@ -87,7 +87,9 @@ struct TransferLoop::RunState {
 void TransferLoop::start(RunState& state, std::size_t id) {
   Transfer& transfer = *state.transfers[id];
   CURL* easy = transfer.start_attempt(m_config, m_share, state.accept);
-  curl_easy_setopt(easy, CURLOPT_PRIVATE, reinterpret_cast<char*>(id + 1));
+  // curl's private slot carries the transfer's id (+1, so that no id reads as null).
+  curl_easy_setopt(easy, CURLOPT_PRIVATE,
+                   reinterpret_cast<char*>(id + 1));  // NOLINT(performance-no-int-to-ptr)
   curl_multi_add_handle(m_multi, easy);
   state.active.push_back(id);
   if (m_progress != nullptr && transfer.attempt == 1) {

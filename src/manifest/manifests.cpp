@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "venvfix/base/json_fields.hpp"
 #include "venvfix/pep/name.hpp"
 
 namespace venvfix::manifest {
@@ -21,54 +22,12 @@ constexpr std::string_view k_system_schema = "venvfix-manifest-system/1";
 constexpr std::string_view k_torch_schema = "venvfix-manifest-torch/1";
 
 // Reads typed fields out of one JSON object, remembering where it is for error messages.
-class Reader {
+// A manifest object's fields; errors are ExitCode::error (the data shipped with venvfix).
+class Reader : public JsonFields {
  public:
-  Reader(const json& node, std::string where) : m_node(node), m_where(std::move(where)) {}
-
-  const std::string& where() const { return m_where; }
-
-  Result<std::string> string(std::string_view key, bool required = true) const {
-    auto it = m_node.find(std::string(key));
-    if (it == m_node.end() || it->is_null()) {
-      if (!required) return std::string();
-      return fail("'{}' is missing", key);
-    }
-    if (!it->is_string()) return fail("'{}' must be a string", key);
-    return it->get<std::string>();
-  }
-
-  Result<std::vector<std::string>> strings(std::string_view key) const {
-    std::vector<std::string> out;
-    auto it = m_node.find(std::string(key));
-    if (it == m_node.end()) return out;
-    if (!it->is_array()) return fail("'{}' must be an array of strings", key);
-    for (const json& item : *it) {
-      if (!item.is_string()) return fail("'{}' must be an array of strings", key);
-      out.push_back(item.get<std::string>());
-    }
-    return out;
-  }
-
-  Result<const json*> array(std::string_view key, bool required = true) const {
-    static const json k_empty = json::array();
-    auto it = m_node.find(std::string(key));
-    if (it == m_node.end()) {
-      if (!required) return &k_empty;
-      return fail("'{}' is missing", key);
-    }
-    if (!it->is_array()) return fail("'{}' must be an array", key);
-    return &*it;
-  }
-
-  template <typename... Args>
-  Error fail(fmt::format_string<Args...> format, Args&&... args) const {
-    return Error{ExitCode::error,
-                 fmt::format("{}: {}", m_where, fmt::format(format, std::forward<Args>(args)...))};
-  }
-
- private:
-  const json& m_node;
-  std::string m_where;
+  Reader(const json& node, std::string where)
+      : JsonFields(node, std::move(where), ExitCode::error) {}
+  const std::string& where() const { return context(); }
 };
 
 Result<json> parse_json(std::string_view text, std::string_view name) {
@@ -82,7 +41,7 @@ Result<json> parse_json(std::string_view text, std::string_view name) {
 Status check_schema(const json& document, std::string_view name, std::string_view expected) {
   auto it = document.find("schema");
   if (it == document.end() || !it->is_string() || it->get<std::string>() != expected) {
-    return make_error(ExitCode::error, "{}: 'schema' must be \"{}\"", name, expected);
+    return make_error(ExitCode::error, "{}: \"schema\" must be \"{}\"", name, expected);
   }
   return ok();
 }
@@ -90,15 +49,15 @@ Status check_schema(const json& document, std::string_view name, std::string_vie
 Result<Library> read_library(const Reader& r) {
   Library library;
   VENVFIX_TRY_ASSIGN(library.soname, r.string("soname"));
-  VENVFIX_TRY_ASSIGN(library.file, r.string("file", false));
+  VENVFIX_TRY_ASSIGN(library.file, r.string("file", Presence::optional));
   if (library.file.empty()) library.file = library.soname;
   if (library.soname.empty() || library.soname.find('/') != std::string::npos ||
       library.file.find('/') != std::string::npos) {
-    return r.fail("'soname' and 'file' must be plain file names");
+    return r.fail("\"soname\" and \"file\" must be plain file names");
   }
   VENVFIX_TRY_ASSIGN(library.needed, r.strings("needed"));
-  VENVFIX_TRY_ASSIGN(library.rpath, r.string("rpath", false));
-  VENVFIX_TRY_ASSIGN(library.runpath, r.string("runpath", false));
+  VENVFIX_TRY_ASSIGN(library.rpath, r.string("rpath", Presence::optional));
+  VENVFIX_TRY_ASSIGN(library.runpath, r.string("runpath", Presence::optional));
   VENVFIX_TRY_ASSIGN(library.dlopens, r.strings("dlopens"));
   return library;
 }
@@ -108,12 +67,13 @@ Result<Release> read_release(const Reader& r, bool meta) {
   VENVFIX_TRY_ASSIGN(release.versions, r.string("versions"));
   auto specifier = pep::SpecifierSet::parse(release.versions);
   if (!specifier) {
-    return r.fail("'versions' is not a valid specifier set: {}", specifier.error().message);
+    return r.fail("\"versions\" is not a valid specifier set: {}", specifier.error().message);
   }
   release.specifier = std::move(specifier).value();
-  VENVFIX_TRY_ASSIGN(release.source, r.string("source", false));
+  VENVFIX_TRY_ASSIGN(release.source, r.string("source", Presence::optional));
   VENVFIX_TRY_ASSIGN(release.requires_dist, r.strings("requires"));
-  VENVFIX_TRY_ASSIGN(const json* libraries, r.array("libraries", !meta));
+  VENVFIX_TRY_ASSIGN(const json* libraries,
+                     r.array("libraries", meta ? Presence::optional : Presence::required));
   for (std::size_t i = 0; i < libraries->size(); ++i) {
     Reader lr((*libraries)[i], fmt::format("{} libraries[{}]", r.where(), i));
     VENVFIX_TRY_ASSIGN(Library library, read_library(lr));
@@ -125,9 +85,9 @@ Result<Release> read_release(const Reader& r, bool meta) {
 Status read_extras(const json& node, const Reader& r, Release& release) {
   auto it = node.find("extras");
   if (it == node.end()) return ok();
-  if (!it->is_object()) return r.fail("'extras' must be an object of strings");
+  if (!it->is_object()) return r.fail("\"extras\" must be an object of strings");
   for (const auto& [extra, requirement] : it->items()) {
-    if (!requirement.is_string()) return r.fail("'extras.{}' must be a string", extra);
+    if (!requirement.is_string()) return r.fail("\"extras.{}\" must be a string", extra);
     release.extras[pep::normalize_name(extra)] = requirement.get<std::string>();
   }
   return ok();
@@ -135,7 +95,7 @@ Status read_extras(const json& node, const Reader& r, Release& release) {
 
 // "placeholders": [{"name": "nvidia-cublas-cu13", "source": "..."}]
 Status read_placeholders(const Reader& r, Distribution& distribution) {
-  VENVFIX_TRY_ASSIGN(const json* entries, r.array("placeholders", false));
+  VENVFIX_TRY_ASSIGN(const json* entries, r.array("placeholders", Presence::optional));
   for (std::size_t k = 0; k < entries->size(); ++k) {
     const json& entry = (*entries)[k];
     if (!entry.is_object()) return r.fail("placeholders[{}] must be an object", k);
@@ -143,7 +103,7 @@ Status read_placeholders(const Reader& r, Distribution& distribution) {
     VENVFIX_TRY_ASSIGN(std::string placeholder, pr.string("name"));
     VENVFIX_TRY(pr.string("source"));
     if (!pep::is_valid_name(placeholder)) {
-      return pr.fail("'{}' is not a valid project name", placeholder);
+      return pr.fail("\"{}\" is not a valid project name", placeholder);
     }
     distribution.placeholders.push_back(pep::normalize_name(placeholder));
   }
@@ -164,22 +124,25 @@ Status load_nvidia(const json& document, std::string_view name,
     Reader r(node, fmt::format("{}: distributions[{}] ({})", name, i, label));
     Distribution distribution;
     VENVFIX_TRY_ASSIGN(std::string raw_name, r.string("name"));
-    if (!pep::is_valid_name(raw_name)) return r.fail("'{}' is not a valid project name", raw_name);
+    if (!pep::is_valid_name(raw_name))
+      return r.fail("\"{}\" is not a valid project name", raw_name);
     distribution.name = pep::normalize_name(raw_name);
     distribution.meta = node.value("meta", false);
     auto major = node.find("cuda_major");
     if (major != node.end()) {
-      if (!major->is_number_integer()) return r.fail("'cuda_major' must be an integer");
+      if (!major->is_number_integer()) return r.fail("\"cuda_major\" must be an integer");
       distribution.cuda_major = major->get<int>();
     } else if (!distribution.meta) {
-      return r.fail("'cuda_major' is missing");
+      return r.fail("\"cuda_major\" is missing");
     }
-    VENVFIX_TRY_ASSIGN(distribution.lib_dir, r.string("lib_dir", !distribution.meta));
+    VENVFIX_TRY_ASSIGN(
+        distribution.lib_dir,
+        r.string("lib_dir", distribution.meta ? Presence::optional : Presence::required));
     if (distribution.lib_dir.starts_with('/') ||
         distribution.lib_dir.find("..") != std::string::npos) {
-      return r.fail("'lib_dir' must be a relative path inside site-packages");
+      return r.fail("\"lib_dir\" must be a relative path inside site-packages");
     }
-    VENVFIX_TRY_ASSIGN(distribution.preload_folder, r.string("preload_folder", false));
+    VENVFIX_TRY_ASSIGN(distribution.preload_folder, r.string("preload_folder", Presence::optional));
     VENVFIX_TRY_ASSIGN(distribution.source, r.string("source"));
     VENVFIX_TRY(read_placeholders(r, distribution));
     VENVFIX_TRY_ASSIGN(const json* releases, r.array("releases"));
@@ -194,7 +157,8 @@ Status load_nvidia(const json& document, std::string_view name,
     auto duplicate =
         std::find_if(distributions.begin(), distributions.end(),
                      [&](const Distribution& d) { return d.name == distribution.name; });
-    if (duplicate != distributions.end()) return r.fail("'{}' is listed twice", distribution.name);
+    if (duplicate != distributions.end())
+      return r.fail("\"{}\" is listed twice", distribution.name);
     distributions.push_back(std::move(distribution));
   }
   return ok();
@@ -222,13 +186,13 @@ Result<PreloadRule> read_preload_rule(const Reader& r) {
   VENVFIX_TRY_ASSIGN(rule.torch, r.string("torch"));
   auto versions = pep::SpecifierSet::parse(rule.torch);
   if (!versions) {
-    return r.fail("'torch' is not a valid specifier set: {}", versions.error().message);
+    return r.fail("\"torch\" is not a valid specifier set: {}", versions.error().message);
   }
   rule.versions = std::move(versions).value();
   VENVFIX_TRY_ASSIGN(rule.source, r.string("source"));
   VENVFIX_TRY_ASSIGN(rule.exclude, r.strings("exclude"));
   VENVFIX_TRY_ASSIGN(const json* ways, r.array("on_success"));
-  if (ways->empty()) return r.fail("'on_success' must name at least one way");
+  if (ways->empty()) return r.fail("\"on_success\" must name at least one way");
   for (std::size_t i = 0; i < ways->size(); ++i) {
     VENVFIX_TRY_ASSIGN(PreloadWay way, read_preload_way((*ways)[i], fmt::format("{} on_success[{}]",
                                                                                 r.where(), i)));
@@ -253,7 +217,8 @@ Result<std::vector<PreloadRule>> parse_preload_rules(const Reader& preload) {
 // What each listed build preloads after a successful load, where recorded.
 Result<std::vector<TorchBuild>> parse_torch_builds(const json& torch) {
   std::vector<TorchBuild> builds;
-  VENVFIX_TRY_ASSIGN(const json* nodes, Reader(torch, "torch.json").array("builds", false));
+  VENVFIX_TRY_ASSIGN(const json* nodes,
+                     Reader(torch, "torch.json").array("builds", Presence::optional));
   for (std::size_t i = 0; i < nodes->size(); ++i) {
     const json& node = (*nodes)[i];
     Reader r(node, fmt::format("torch.json: builds[{}]", i));
@@ -275,7 +240,7 @@ Result<Provider> parse_provider(const Reader& r) {
   VENVFIX_TRY_ASSIGN(std::string provider, r.string("provider"));
   if (provider == "system") return Provider::system;
   if (provider == "driver") return Provider::driver;
-  return r.fail("'provider' must be \"system\" or \"driver\", not \"{}\"", provider);
+  return r.fail("\"provider\" must be \"system\" or \"driver\", not \"{}\"", provider);
 }
 
 }  // namespace
@@ -338,7 +303,7 @@ Result<Manifests> Manifests::from_text(std::string_view nvidia_json, std::string
     VENVFIX_TRY_ASSIGN(library.source, r.string("source"));
     manifests.m_system_libraries.push_back(std::move(library));
   }
-  VENVFIX_TRY_ASSIGN(const json* patterns, system_root.array("patterns", false));
+  VENVFIX_TRY_ASSIGN(const json* patterns, system_root.array("patterns", Presence::optional));
   for (std::size_t i = 0; i < patterns->size(); ++i) {
     Reader r((*patterns)[i], fmt::format("system-libraries.json: patterns[{}]", i));
     if (!(*patterns)[i].is_object()) return r.fail("must be an object");
@@ -352,7 +317,7 @@ Result<Manifests> Manifests::from_text(std::string_view nvidia_json, std::string
   VENVFIX_TRY(check_schema(torch, "torch.json", k_torch_schema));
   auto preload = torch.find("preload");
   if (preload == torch.end() || !preload->is_object()) {
-    return make_error(ExitCode::error, "torch.json: 'preload' is missing or not an object");
+    return make_error(ExitCode::error, "torch.json: \"preload\" is missing or not an object");
   }
   Reader pr(*preload, "torch.json: preload");
   VENVFIX_TRY_ASSIGN(manifests.m_torch_preload.search, pr.strings("search"));
@@ -365,7 +330,7 @@ Result<Manifests> Manifests::from_text(std::string_view nvidia_json, std::string
     PreloadLibrary library;
     VENVFIX_TRY_ASSIGN(library.folder, r.string("folder"));
     VENVFIX_TRY_ASSIGN(library.globs, r.strings("globs"));
-    if (library.globs.empty()) return r.fail("'globs' must not be empty");
+    if (library.globs.empty()) return r.fail("\"globs\" must not be empty");
     library.required = node.value("required", true);
     manifests.m_torch_preload.libraries.push_back(std::move(library));
   }

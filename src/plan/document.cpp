@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "venvfix/base/json_fields.hpp"
+
 namespace venvfix::plan {
 
 using nlohmann::ordered_json;
@@ -37,9 +39,10 @@ ordered_json action_json(const Action& action) {
   return out;
 }
 
-// Sorted keys inside each finding (plain json) is deterministic already; converting keeps it.
+// Sorted keys inside each finding (plain json) is deterministic already; converting keeps it
+// (nlohmann converts between its two object layouts directly).
 ordered_json ordered(const nlohmann::json& value) {
-  return ordered_json::parse(value.dump());
+  return ordered_json(value);
 }
 
 bool is_hex64(const std::string& text) {
@@ -48,114 +51,70 @@ bool is_hex64(const std::string& text) {
          });
 }
 
-class Reader {
- public:
-  explicit Reader(std::string_view source) : m_source(source) {}
+// The fields of a plan document; a bad one is a usage error naming the file.
+JsonFields fields(const nlohmann::json& object, std::string_view source, std::string_view where) {
+  return JsonFields(object, fmt::format("{} is not a valid plan: {}", source, where),
+                    ExitCode::usage);
+}
 
-  Result<std::string> string(const nlohmann::json& object, const char* key, const char* where,
-                             bool required = true) const {
-    auto it = object.find(key);
-    if (it == object.end()) {
-      if (!required) return std::string();
-      return make_error(ExitCode::usage, "{} is not a valid plan: {} has no \"{}\"", m_source,
-                        where, key);
-    }
-    if (!it->is_string()) {
-      return make_error(ExitCode::usage, "{} is not a valid plan: \"{}\" of {} is not a string",
-                        m_source, key, where);
-    }
-    return it->get<std::string>();
+Result<ActionKind> action_kind(const JsonFields& r) {
+  VENVFIX_TRY_ASSIGN(std::string kind, r.string("action"));
+  if (kind == "install") return ActionKind::install;
+  if (kind == "remove") return ActionKind::remove;
+  return r.fail("'action' is \"{}\", not \"install\" or \"remove\"", kind);
+}
+
+Result<std::optional<DistVersion>> replaced_of(const JsonFields& r, std::string_view source,
+                                               const std::string& where) {
+  VENVFIX_TRY_ASSIGN(const nlohmann::json* node, r.object("replaces", Presence::optional));
+  if (node == nullptr) return std::optional<DistVersion>();
+  const JsonFields replaces = fields(*node, source, where + " replaces");
+  DistVersion replaced;
+  VENVFIX_TRY_ASSIGN(replaced.dist, replaces.string("dist"));
+  VENVFIX_TRY_ASSIGN(replaced.version, replaces.string("version"));
+  return std::optional<DistVersion>(std::move(replaced));
+}
+
+Result<Action> read_action(const nlohmann::json& value, std::size_t index,
+                           std::string_view source) {
+  const std::string where = "action " + std::to_string(index + 1);
+  if (!value.is_object()) {
+    return make_error(ExitCode::usage, "{} is not a valid plan: {} is not an object", source,
+                      where);
   }
-
-  Result<std::vector<std::string>> strings(const nlohmann::json& object, const char* key,
-                                           const char* where) const {
-    std::vector<std::string> out;
-    auto it = object.find(key);
-    if (it == object.end()) return out;
-    if (!it->is_array()) {
-      return make_error(ExitCode::usage, "{} is not a valid plan: \"{}\" of {} is not a list",
-                        m_source, key, where);
-    }
-    for (const auto& item : *it) {
-      if (!item.is_string()) {
-        return make_error(ExitCode::usage,
-                          "{} is not a valid plan: \"{}\" of {} holds a value that is not a "
-                          "string",
-                          m_source, key, where);
-      }
-      out.push_back(item.get<std::string>());
-    }
-    return out;
+  const JsonFields r = fields(value, source, where);
+  Action action;
+  VENVFIX_TRY_ASSIGN(action.kind, action_kind(r));
+  VENVFIX_TRY_ASSIGN(action.dist, r.string("dist"));
+  VENVFIX_TRY_ASSIGN(action.version, r.string("version"));
+  VENVFIX_TRY_ASSIGN(action.replaces, replaced_of(r, source, where));
+  const Presence for_install =
+      action.kind == ActionKind::install ? Presence::required : Presence::optional;
+  VENVFIX_TRY_ASSIGN(action.file, r.string("file", for_install));
+  VENVFIX_TRY_ASSIGN(action.url, r.string("url", for_install));
+  VENVFIX_TRY_ASSIGN(action.sha256, r.string("sha256", for_install));
+  if (action.kind == ActionKind::install && !is_hex64(action.sha256)) {
+    return r.fail("the sha256 of {} is not 64 lowercase hex digits", action.file);
   }
+  VENVFIX_TRY_ASSIGN(std::optional<std::uint64_t> size, r.count("size", Presence::optional));
+  action.size = size.value_or(0);
+  VENVFIX_TRY_ASSIGN(action.provides, r.strings("provides"));
+  VENVFIX_TRY_ASSIGN(action.keep, r.strings("keep"));
+  VENVFIX_TRY_ASSIGN(action.reason, r.string("reason", Presence::optional));
+  VENVFIX_TRY_ASSIGN(action.rule, r.string("rule", Presence::optional));
+  return action;
+}
 
-  Result<Action> action(const nlohmann::json& value, std::size_t index) const {
-    std::string where = "action " + std::to_string(index + 1);
-    const char* w = where.c_str();
-    if (!value.is_object()) {
-      return make_error(ExitCode::usage, "{} is not a valid plan: {} is not an object", m_source,
-                        where);
-    }
-    Action action;
-    VENVFIX_TRY_ASSIGN(std::string kind, string(value, "action", w));
-    if (kind == "install") {
-      action.kind = ActionKind::install;
-    } else if (kind == "remove") {
-      action.kind = ActionKind::remove;
-    } else {
-      return make_error(ExitCode::usage,
-                        "{} is not a valid plan: {} is \"{}\", not \"install\" or \"remove\"",
-                        m_source, where, kind);
-    }
-    VENVFIX_TRY_ASSIGN(action.dist, string(value, "dist", w));
-    VENVFIX_TRY_ASSIGN(action.version, string(value, "version", w));
-    if (auto it = value.find("replaces"); it != value.end() && !it->is_null()) {
-      if (!it->is_object()) {
-        return make_error(ExitCode::usage,
-                          "{} is not a valid plan: \"replaces\" of {} is not an "
-                          "object",
-                          m_source, where);
-      }
-      DistVersion replaced;
-      VENVFIX_TRY_ASSIGN(replaced.dist, string(*it, "dist", w));
-      VENVFIX_TRY_ASSIGN(replaced.version, string(*it, "version", w));
-      action.replaces = std::move(replaced);
-    }
-    bool install = action.kind == ActionKind::install;
-    VENVFIX_TRY_ASSIGN(action.file, string(value, "file", w, install));
-    VENVFIX_TRY_ASSIGN(action.url, string(value, "url", w, install));
-    VENVFIX_TRY_ASSIGN(action.sha256, string(value, "sha256", w, install));
-    if (install && !is_hex64(action.sha256)) {
-      return make_error(ExitCode::usage,
-                        "{} is not a valid plan: the sha256 of {} ({}) is not 64 lowercase hex "
-                        "digits",
-                        m_source, where, action.file);
-    }
-    if (auto it = value.find("size"); it != value.end()) {
-      if (!it->is_number_unsigned()) {
-        return make_error(ExitCode::usage,
-                          "{} is not a valid plan: \"size\" of {} is not a byte count", m_source,
-                          where);
-      }
-      action.size = it->get<std::uint64_t>();
-    }
-    VENVFIX_TRY_ASSIGN(action.provides, strings(value, "provides", w));
-    VENVFIX_TRY_ASSIGN(action.keep, strings(value, "keep", w));
-    VENVFIX_TRY_ASSIGN(action.reason, string(value, "reason", w, false));
-    VENVFIX_TRY_ASSIGN(action.rule, string(value, "rule", w, false));
-    return action;
-  }
-
- private:
-  std::string_view m_source;
-};
+Result<nlohmann::json> list_of(const JsonFields& r, std::string_view key) {
+  VENVFIX_TRY_ASSIGN(const nlohmann::json* list, r.array(key, Presence::optional));
+  return *list;
+}
 
 }  // namespace
 
-nlohmann::json to_json(const Plan& plan) {
-  return nlohmann::json::parse(to_text(plan));
-}
+namespace {
 
-std::string to_text(const Plan& plan) {
+ordered_json document_of(const Plan& plan) {
   ordered_json out;
   out["schema"] = plan_schema;
   out["venv"] = plan.venv;
@@ -171,7 +130,17 @@ std::string to_text(const Plan& plan) {
     out["unresolved"] = ordered(plan.unresolved);
   }
   if (plan.notes.is_array() && !plan.notes.empty()) out["notes"] = ordered(plan.notes);
-  return out.dump(2) + "\n";
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Plan& plan) {
+  return nlohmann::json(document_of(plan));
+}
+
+std::string to_text(const Plan& plan) {
+  return document_of(plan).dump(2) + "\n";
 }
 
 Result<Plan> parse_plan(std::string_view text, std::string_view source_name) {
@@ -183,8 +152,8 @@ Result<Plan> parse_plan(std::string_view text, std::string_view source_name) {
     return make_error(ExitCode::usage, "{} is not a plan: the document is not a JSON object",
                       source_name);
   }
-  Reader reader(source_name);
-  VENVFIX_TRY_ASSIGN(std::string schema, reader.string(document, "schema", "the document"));
+  const JsonFields r = fields(document, source_name, "the document");
+  VENVFIX_TRY_ASSIGN(std::string schema, r.string("schema"));
   if (schema != plan_schema) {
     return make_error(ExitCode::usage,
                       "{} is not a plan venvfix can read: its schema is \"{}\", "
@@ -192,41 +161,23 @@ Result<Plan> parse_plan(std::string_view text, std::string_view source_name) {
                       source_name, schema, plan_schema);
   }
   Plan plan;
-  VENVFIX_TRY_ASSIGN(plan.venv, reader.string(document, "venv", "the document"));
-  VENVFIX_TRY_ASSIGN(plan.python, reader.string(document, "python", "the document", false));
-  VENVFIX_TRY_ASSIGN(plan.platform, reader.string(document, "platform", "the document", false));
-  VENVFIX_TRY_ASSIGN(plan.targets, reader.strings(document, "targets", "the document"));
-  VENVFIX_TRY_ASSIGN(plan.state, reader.string(document, "state", "the document"));
-  if (auto it = document.find("findings"); it != document.end()) {
-    if (!it->is_array()) {
-      return make_error(ExitCode::usage, "{} is not a valid plan: \"findings\" is not a list",
-                        source_name);
-    }
-    plan.findings = *it;
+  VENVFIX_TRY_ASSIGN(plan.venv, r.string("venv"));
+  VENVFIX_TRY_ASSIGN(plan.python, r.string("python", Presence::optional));
+  VENVFIX_TRY_ASSIGN(plan.platform, r.string("platform", Presence::optional));
+  VENVFIX_TRY_ASSIGN(plan.targets, r.strings("targets"));
+  VENVFIX_TRY_ASSIGN(plan.state, r.string("state"));
+  if (r.has("findings")) {
+    VENVFIX_TRY_ASSIGN(plan.findings, list_of(r, "findings"));
   }
-  if (auto it = document.find("unresolved"); it != document.end()) {
-    if (!it->is_array()) {
-      return make_error(ExitCode::usage, "{} is not a valid plan: \"unresolved\" is not a list",
-                        source_name);
-    }
-    plan.unresolved = *it;
+  if (r.has("unresolved")) {
+    VENVFIX_TRY_ASSIGN(plan.unresolved, list_of(r, "unresolved"));
   }
-  if (auto it = document.find("notes"); it != document.end()) {
-    if (!it->is_array()) {
-      return make_error(ExitCode::usage, "{} is not a valid plan: \"notes\" is not a list",
-                        source_name);
-    }
-    plan.notes = *it;
+  if (r.has("notes")) {
+    VENVFIX_TRY_ASSIGN(plan.notes, list_of(r, "notes"));
   }
-  auto actions = document.find("actions");
-  if (actions == document.end() || !actions->is_array()) {
-    return make_error(ExitCode::usage,
-                      "{} is not a valid plan: \"actions\" is missing or not a "
-                      "list",
-                      source_name);
-  }
+  VENVFIX_TRY_ASSIGN(const nlohmann::json* actions, r.array("actions"));
   for (std::size_t i = 0; i < actions->size(); ++i) {
-    VENVFIX_TRY_ASSIGN(Action action, reader.action((*actions)[i], i));
+    VENVFIX_TRY_ASSIGN(Action action, read_action((*actions)[i], i, source_name));
     plan.actions.push_back(std::move(action));
   }
   return plan;

@@ -93,25 +93,25 @@ TEST(ManifestLoad, MalformedEntriesNameFileAndEntry) {
   };
   const std::vector<Case> cases = {
       {"not json", "nvidia-wheels.json: not a valid JSON object"},
-      {R"({"schema": "other/1", "distributions": []})", "'schema' must be"},
-      {R"({"schema": "venvfix-manifest-nvidia/1"})", "'distributions' is missing"},
+      {R"({"schema": "other/1", "distributions": []})", "\"schema\" must be"},
+      {R"({"schema": "venvfix-manifest-nvidia/1"})", "\"distributions\" is missing"},
       {R"({"schema": "venvfix-manifest-nvidia/1", "distributions": [{"name": "x-y"}]})",
-       "distributions[0] (x-y): 'cuda_major' is missing"},
+       "distributions[0] (x-y): \"cuda_major\" is missing"},
       {R"({"schema": "venvfix-manifest-nvidia/1", "distributions": [{"name": "a", "cuda_major": 12,
           "lib_dir": "../etc", "source": "s", "releases": []}]})",
-       "'lib_dir' must be a relative path"},
+       "\"lib_dir\" must be a relative path"},
       {R"({"schema": "venvfix-manifest-nvidia/1", "distributions": [{"name": "a", "cuda_major": 12,
           "lib_dir": "nvidia/a/lib", "source": "s", "releases": [{"versions": "==banana",
           "libraries": []}]}]})",
-       "distributions[0] (a) releases[0]: 'versions' is not a valid specifier set"},
+       "distributions[0] (a) releases[0]: \"versions\" is not a valid specifier set"},
       {R"({"schema": "venvfix-manifest-nvidia/1", "distributions": [{"name": "a", "cuda_major": 12,
           "lib_dir": "nvidia/a/lib", "source": "s", "releases": [{"versions": ">=1",
           "libraries": [{"soname": "../x.so"}]}]}]})",
-       "libraries[0]: 'soname' and 'file' must be plain file names"},
+       "libraries[0]: \"soname\" and \"file\" must be plain file names"},
       {R"({"schema": "venvfix-manifest-nvidia/1", "distributions": [{"name": "a", "cuda_major": 13,
           "lib_dir": "nvidia/cu13/lib", "source": "s", "placeholders": [{"name": "a cu13",
           "source": "s"}], "releases": []}]})",
-       "distributions[0] (a) placeholders[0]: 'a cu13' is not a valid project name"},
+       "distributions[0] (a) placeholders[0]: \"a cu13\" is not a valid project name"},
   };
   for (const Case& c : cases) {
     auto result = Manifests::from_text(c.nvidia, k_system, k_torch);

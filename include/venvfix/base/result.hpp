@@ -129,7 +129,9 @@ inline Status ok() {
 // `VENVFIX_TRY_ASSIGN(auto x, f());` declares x from f()'s value or returns its error.
 #define VENVFIX_TRY_ASSIGN(decl, expr) \
   VENVFIX_TRY_ASSIGN_IMPL(VENVFIX_CONCAT(venvfix_try_tmp_, __LINE__), decl, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `decl` is a declaration and `tmp` a name.
 #define VENVFIX_TRY_ASSIGN_IMPL(tmp, decl, expr) \
   auto tmp = (expr);                             \
   if (!tmp) return std::move(tmp).error();       \
   decl = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
