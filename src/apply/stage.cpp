@@ -4,25 +4,36 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
+#include "venvfix/base/parallel.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/pep/version.hpp"
 
 namespace venvfix::apply {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What to unpack: one fetched wheel and how to install it.
+struct StageItem {
+  std::size_t action = 0;  // index into Plan::actions
+  fs::path wheel;          // the .whl to read
+  std::string file_name;   // the wheel's file name (the cache blob has none)
+  wheel::Requested requested = wheel::Requested::no;
+  // Set when the wheel comes out of the unpacked-wheel cache (`wheel` is then its wheel.whl).
+  std::optional<wheel::UnpackedWheel> unpacked;
+};
 
 // The wheel's name and version must be the ones the plan promises.
 Status check_identity(const wheel::WheelContents& contents, const plan::Action& action) {
@@ -126,215 +137,179 @@ fetch::DownloadRequest request_for(const plan::Action& action) {
   return request;
 }
 
+// One fetch_and_stage call: the downloads (job 0 of the pool) feed a queue of wheels in the
+// cache; each other job takes the next wheel from it and stages it, so downloading, inflating,
+// hashing and writing overlap.
+class Pipeline {
+ public:
+  Pipeline(const env::Venv& venv, const plan::Plan& plan, const fs::path& staging,
+           const std::function<wheel::Requested(std::size_t)>& requested,
+           const StageOptions& options)
+      : m_venv(venv), m_plan(plan), m_staging(staging), m_requested(requested), m_options(options) {
+    for (std::size_t i = 0; i < plan.actions.size(); ++i) {
+      if (plan.actions[i].kind == plan::ActionKind::install) m_actions.push_back(i);
+    }
+    m_results.resize(m_actions.size());
+    m_unpacked.resize(m_actions.size());
+    m_staged.resize(m_actions.size());
+  }
+
+  Result<FetchedAndStaged> run(fetch::Downloader& downloader) {
+    const auto start = Clock::now();
+    FetchedAndStaged out;
+    if (m_actions.empty()) return out;
+    VENVFIX_TRY_ASSIGN(TempDir links, TempDir::create("venvfix-wheels-"));
+    m_links = links.path();
+    queue_unpacked();
+    // One thread downloads (job 0, handed out first), options.threads stage.
+    const std::size_t threads = static_cast<std::size_t>(std::max(1, m_options.threads)) + 1;
+    VENVFIX_TRY(run_parallel(m_actions.size() + 1, threads,
+                             [&](std::size_t job, const JobContext& context) {
+                               return job == 0 ? download(downloader, context) : stage_next();
+                             }));
+    for (std::size_t i = 0; i < m_actions.size(); ++i) {
+      if (!m_staged[i]) return make_error(ExitCode::error, "{} was not staged", file(i));
+      out.fetched.push_back(
+          {m_actions[i], m_results[i].path, m_results[i].size, m_results[i].from_cache});
+      out.staged.push_back(std::move(*m_staged[i]));
+    }
+    out.download_s = std::chrono::duration<double>(m_downloads_end - start).count();
+    out.stage_tail_s = std::chrono::duration<double>(Clock::now() - m_downloads_end).count();
+    return out;
+  }
+
+ private:
+  const plan::Action& action(std::size_t i) const { return m_plan.actions[m_actions[i]]; }
+  const std::string& file(std::size_t i) const { return action(i).file; }
+
+  // Wheels whose sha256 has an intact entry in the unpacked-wheel cache need no download: they
+  // are ready to stage at once.
+  void queue_unpacked() {
+    if (!m_options.unpacked_cache) return;
+    const wheel::UnpackedCache cache(*m_options.unpacked_cache);
+    for (std::size_t i = 0; i < m_actions.size(); ++i) {
+      m_unpacked[i] = cache.find(action(i).sha256);
+      if (!m_unpacked[i]) continue;
+      spdlog::debug("{}: staged from the unpacked-wheel cache", file(i));
+      m_results[i].path = m_unpacked[i]->wheel_file();
+      m_results[i].sha256_hex = action(i).sha256;
+      m_results[i].from_cache = true;
+      std::error_code ignored;
+      m_results[i].size = fs::file_size(m_results[i].path, ignored);
+      m_queue.push_back(i);
+    }
+  }
+
+  // Job 0: every other wheel into the download cache, each queued as soon as it is checked.
+  Status download(fetch::Downloader& downloader, const JobContext& context) {
+    std::vector<fetch::DownloadRequest> requests;
+    std::vector<std::size_t> wheel_of;  // requests[k] is wheel wheel_of[k]
+    for (std::size_t i = 0; i < m_actions.size(); ++i) {
+      if (m_unpacked[i]) continue;
+      requests.push_back(request_for(action(i)));
+      wheel_of.push_back(i);
+    }
+    std::optional<Error> mismatch;
+    Result<std::vector<fetch::DownloadResult>> downloaded = std::vector<fetch::DownloadResult>{};
+    if (!requests.empty()) {
+      downloaded = downloader.download_each(
+          requests, [&](std::size_t k, const fetch::DownloadResult& result) -> Status {
+            // A staging failure is the answer; this only stops the downloads.
+            if (context.stopping() || failed()) {
+              return make_error(ExitCode::error, "staging failed");
+            }
+            // download_each checked the digest; checking again here keeps the promise
+            // independent of the downloader's internals (and costs a string compare).
+            if (result.sha256_hex != action(wheel_of[k]).sha256) {
+              mismatch = make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
+                                    redact_url(requests[k].url), result.sha256_hex,
+                                    action(wheel_of[k]).sha256);
+              return *mismatch;
+            }
+            push(wheel_of[k], result);
+            return ok();
+          });
+    }
+    m_downloads_end = Clock::now();
+    finish_downloads();
+    if (mismatch) return std::move(*mismatch);
+    // Stopped because a wheel failed to stage: that failure is the answer.
+    if (!downloaded && !failed()) return std::move(downloaded).error();
+    return ok();
+  }
+
+  void push(std::size_t i, const fetch::DownloadResult& result) {
+    std::lock_guard lock(m_mutex);
+    m_results[i] = result;
+    m_queue.push_back(i);
+    m_ready.notify_one();
+  }
+
+  void finish_downloads() {
+    std::lock_guard lock(m_mutex);
+    m_downloads_done = true;
+    m_ready.notify_all();
+  }
+
+  bool failed() {
+    std::lock_guard lock(m_mutex);
+    return m_failed;
+  }
+
+  // Jobs 1..N: the next wheel in the cache, staged. Returns ok() without work when the
+  // downloads ended early (their error is the pool's answer) or another wheel failed.
+  Status stage_next() {
+    std::size_t i = 0;
+    {
+      std::unique_lock lock(m_mutex);
+      m_ready.wait(lock, [&] { return !m_queue.empty() || m_downloads_done || m_failed; });
+      if (m_failed || m_queue.empty()) return ok();
+      i = m_queue.front();
+      m_queue.pop_front();
+    }
+    StageItem item{m_actions[i], m_results[i].path, file(i),
+                   m_requested ? m_requested(m_actions[i]) : wheel::Requested::no, m_unpacked[i]};
+    Result<StagedWheel> staged = [&]() -> Result<StagedWheel> {
+      VENVFIX_TRY_ASSIGN(fs::path link, named_link(m_links, item));
+      return stage_one(m_venv, m_plan, item, link, m_staging, m_options);
+    }();
+    if (!staged) {
+      std::lock_guard lock(m_mutex);
+      m_failed = true;
+      m_ready.notify_all();
+      return std::move(staged).error();
+    }
+    m_staged[i] = std::move(staged).value();
+    return ok();
+  }
+
+  const env::Venv& m_venv;
+  const plan::Plan& m_plan;
+  const fs::path& m_staging;
+  const std::function<wheel::Requested(std::size_t)>& m_requested;
+  const StageOptions& m_options;
+  std::vector<std::size_t> m_actions;  // the install actions; "wheel i" is m_actions[i]'s
+  std::vector<fetch::DownloadResult> m_results;
+  std::vector<std::optional<wheel::UnpackedWheel>> m_unpacked;
+  std::vector<std::optional<StagedWheel>> m_staged;
+  fs::path m_links;  // named_link's directory
+  Clock::time_point m_downloads_end;
+  std::mutex m_mutex;
+  std::condition_variable m_ready;
+  std::deque<std::size_t> m_queue;  // wheels in the cache, not yet taken
+  bool m_downloads_done = false;
+  bool m_failed = false;
+};
+
 }  // namespace
-
-Result<std::vector<FetchedWheel>> download_plan_wheels(const plan::Plan& plan,
-                                                       fetch::Downloader& downloader) {
-  std::vector<fetch::DownloadRequest> requests;
-  std::vector<std::size_t> actions;
-  for (std::size_t i = 0; i < plan.actions.size(); ++i) {
-    const plan::Action& action = plan.actions[i];
-    if (action.kind != plan::ActionKind::install) continue;
-    requests.push_back(request_for(action));
-    actions.push_back(i);
-  }
-  if (requests.empty()) return std::vector<FetchedWheel>{};
-  VENVFIX_TRY_ASSIGN(std::vector<fetch::DownloadResult> results, downloader.download_all(requests));
-  std::vector<FetchedWheel> out;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    // download_all checked the digest; checking again here keeps the promise independent of
-    // the downloader's internals (and costs a string compare).
-    if (results[i].sha256_hex != plan.actions[actions[i]].sha256) {
-      return make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
-                        redact_url(requests[i].url), results[i].sha256_hex,
-                        plan.actions[actions[i]].sha256);
-    }
-    out.push_back({actions[i], results[i].path, results[i].size, results[i].from_cache});
-  }
-  return out;
-}
-
-Result<std::vector<StagedWheel>> stage_wheels(const env::Venv& venv, const plan::Plan& plan,
-                                              std::span<const StageItem> items,
-                                              const fs::path& staging,
-                                              const StageOptions& options) {
-  VENVFIX_TRY_ASSIGN(TempDir links, TempDir::create("venvfix-wheels-"));
-  std::vector<fs::path> paths;
-  for (const StageItem& item : items) {
-    if (item.action >= plan.actions.size()) {
-      return make_error(ExitCode::error, "stage item names action {} of {}", item.action,
-                        plan.actions.size());
-    }
-    // Two actions naming the same file would link the same name twice: refuse it clearly.
-    for (const fs::path& seen : paths) {
-      if (seen.filename() == item.file_name) {
-        return make_error(ExitCode::usage, "the plan installs the wheel {} twice", item.file_name);
-      }
-    }
-    VENVFIX_TRY_ASSIGN(fs::path link, named_link(links.path(), item));
-    paths.push_back(std::move(link));
-  }
-
-  std::vector<std::optional<StagedWheel>> staged(items.size());
-  std::optional<Error> failure;
-  std::mutex failure_mutex;
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-
-  auto work = [&] {
-    for (;;) {
-      if (stop.load()) return;
-      std::size_t i = next.fetch_add(1);
-      if (i >= items.size()) return;
-      auto result = stage_one(venv, plan, items[i], paths[i], staging, options);
-      if (!result) {
-        std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::move(result).error();
-        stop.store(true);
-        return;
-      }
-      staged[i] = std::move(result).value();
-    }
-  };
-
-  const std::size_t thread_count =
-      std::min<std::size_t>(items.size(), static_cast<std::size_t>(std::max(1, options.threads)));
-  std::vector<std::thread> threads;
-  for (std::size_t t = 1; t < thread_count; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& thread : threads) thread.join();
-  if (failure) return std::move(*failure);
-
-  std::vector<StagedWheel> out;
-  out.reserve(staged.size());
-  for (auto& wheel : staged) out.push_back(std::move(*wheel));
-  return out;
-}
 
 Result<FetchedAndStaged> fetch_and_stage(
     const env::Venv& venv, const plan::Plan& plan, fetch::Downloader& downloader,
     const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,
     const StageOptions& options) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
   VENVFIX_TRY(check_file_names(plan));
-  std::vector<fetch::DownloadRequest> requests;
-  std::vector<std::size_t> actions;
-  for (std::size_t i = 0; i < plan.actions.size(); ++i) {
-    if (plan.actions[i].kind != plan::ActionKind::install) continue;
-    requests.push_back(request_for(plan.actions[i]));
-    actions.push_back(i);
-  }
-  FetchedAndStaged out;
-  if (requests.empty()) return out;
-  VENVFIX_TRY_ASSIGN(TempDir links, TempDir::create("venvfix-wheels-"));
-  // Wheels already unpacked in the cache need no download.
-  std::vector<std::optional<wheel::UnpackedWheel>> unpacked(requests.size());
-  std::vector<fetch::DownloadRequest> to_download;
-  std::vector<std::size_t> downloaded_index;  // to_download[k] is requests[downloaded_index[k]]
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (options.unpacked_cache) {
-      unpacked[i] =
-          wheel::UnpackedCache(*options.unpacked_cache).find(plan.actions[actions[i]].sha256);
-    }
-    if (unpacked[i]) {
-      spdlog::debug("{}: staged from the unpacked-wheel cache", requests[i].display_name);
-      continue;
-    }
-    to_download.push_back(requests[i]);
-    downloaded_index.push_back(i);
-  }
-
-  // Downloads feed a queue; `options.threads` workers stage each wheel as soon as it is in the
-  // cache, so downloading, inflating, hashing and writing overlap.
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<std::size_t> queue;  // request indices
-  bool done = false;
-  std::optional<Error> failure;
-  std::vector<fetch::DownloadResult> results(requests.size());
-  std::vector<std::optional<StagedWheel>> staged(requests.size());
-
-  auto work = [&] {
-    for (;;) {
-      std::size_t index = 0;
-      {
-        std::unique_lock lock(mutex);
-        ready.wait(lock, [&] { return !queue.empty() || done || failure; });
-        if (failure || queue.empty()) return;
-        index = queue.front();
-        queue.pop_front();
-      }
-      const plan::Action& action = plan.actions[actions[index]];
-      StageItem item{actions[index], results[index].path, action.file,
-                     requested ? requested(actions[index]) : wheel::Requested::no, unpacked[index]};
-      Result<StagedWheel> result = [&]() -> Result<StagedWheel> {
-        VENVFIX_TRY_ASSIGN(fs::path link, named_link(links.path(), item));
-        return stage_one(venv, plan, item, link, staging, options);
-      }();
-      std::lock_guard lock(mutex);
-      if (!result) {
-        if (!failure) failure = std::move(result).error();
-        ready.notify_all();
-        return;
-      }
-      staged[index] = std::move(result).value();
-    }
-  };
-  const std::size_t thread_count = std::min<std::size_t>(
-      requests.size(), static_cast<std::size_t>(std::max(1, options.threads)));
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < thread_count; ++t) threads.emplace_back(work);
-  {
-    std::lock_guard lock(mutex);
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (!unpacked[i]) continue;
-      results[i].path = unpacked[i]->wheel_file();
-      results[i].sha256_hex = plan.actions[actions[i]].sha256;
-      results[i].from_cache = true;
-      std::error_code ignored;
-      results[i].size = fs::file_size(results[i].path, ignored);
-      queue.push_back(i);
-    }
-    ready.notify_all();
-  }
-
-  Result<std::vector<fetch::DownloadResult>> downloaded = std::vector<fetch::DownloadResult>{};
-  if (!to_download.empty())
-    downloaded = downloader.download_each(
-        to_download, [&](std::size_t k, const fetch::DownloadResult& result) -> Status {
-          std::size_t index = downloaded_index[k];
-          std::lock_guard lock(mutex);
-          if (failure) return *failure;  // stop the downloads: staging already failed
-          if (result.sha256_hex != plan.actions[actions[index]].sha256) {
-            failure = make_error(ExitCode::network, "{} has sha256 {}, the plan says {}",
-                                 redact_url(to_download[k].url), result.sha256_hex,
-                                 plan.actions[actions[index]].sha256);
-            ready.notify_all();
-            return *failure;
-          }
-          results[index] = result;
-          queue.push_back(index);
-          ready.notify_one();
-          return ok();
-        });
-  const auto downloads_end = Clock::now();
-  {
-    std::lock_guard lock(mutex);
-    done = true;
-  }
-  ready.notify_all();
-  for (std::thread& thread : threads) thread.join();
-  if (failure) return std::move(*failure);
-  if (!downloaded) return std::move(downloaded).error();
-
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    out.fetched.push_back({actions[i], results[i].path, results[i].size, results[i].from_cache});
-    out.staged.push_back(std::move(*staged[i]));
-  }
-  out.download_s = std::chrono::duration<double>(downloads_end - start).count();
-  out.stage_tail_s = std::chrono::duration<double>(Clock::now() - downloads_end).count();
-  return out;
+  Pipeline pipeline(venv, plan, staging, requested, options);
+  return pipeline.run(downloader);
 }
 
 }  // namespace venvfix::apply

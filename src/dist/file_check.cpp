@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/parallel.hpp"
 
 namespace venvfix::dist {
 
@@ -30,13 +31,11 @@ unsigned worker_count(std::size_t jobs) {
 template <typename Job>
 void parallel_for(std::size_t count, std::size_t min_per_thread, Job job) {
   unsigned threads = worker_count(count / std::max<std::size_t>(min_per_thread, 1));
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < count; i = next++) job(i);
-  };
-  std::vector<std::jthread> helpers;
-  for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
+  // The jobs cannot fail: a file's problem is its state, not an error.
+  (void)run_parallel(count, threads, [&](std::size_t i, const JobContext&) {
+    job(i);
+    return ok();
+  });
 }
 
 std::int64_t realtime_ns() {

@@ -5,12 +5,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <system_error>
-#include <thread>
 
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/parallel.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/pep/name.hpp"
 
@@ -298,19 +297,11 @@ Result<Inventory> read_inventory(const env::Venv& venv) {
   inventory.distributions.resize(found.size());
   // Two workers: the reads are small files, the parse is CPU; more threads buy nothing on the
   // 2-core machines this targets and cost start-up time.
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < found.size(); i = next++) {
-      inventory.distributions[i] = read_one(found[i]);
-    }
-  };
-  if (found.size() > 8) {
-    std::thread helper(work);
-    work();
-    helper.join();
-  } else {
-    work();
-  }
+  // read_one cannot fail: an unreadable distribution is data (its problems), not an error.
+  (void)run_parallel(found.size(), found.size() > 8 ? 2 : 1, [&](std::size_t i, const JobContext&) {
+    inventory.distributions[i] = read_one(found[i]);
+    return ok();
+  });
   std::stable_sort(inventory.distributions.begin(), inventory.distributions.end(),
                    [](const Distribution& a, const Distribution& b) {
                      if (a.normalized_name != b.normalized_name) {

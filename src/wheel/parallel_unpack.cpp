@@ -5,14 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <memory>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 
+#include "venvfix/base/parallel.hpp"
 #include "wheel/zip_reader.hpp"
 
 namespace venvfix::wheel::detail {
@@ -190,19 +189,15 @@ class Unpacker {
 
   Result<std::vector<StreamedMember>> run() {
     plan_jobs();
-    const unsigned threads =
-        static_cast<unsigned>(std::min<std::size_t>(std::max(m_config.threads, 1u), m_jobs.size()));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) {
-      try {
-        pool.emplace_back([this] { work(); });
-      } catch (const std::system_error&) {
-        break;  // no more threads to be had: the ones there are (and this one) do the work
-      }
-    }
-    work();
-    for (std::thread& thread : pool) thread.join();
-    if (m_error) return std::move(*m_error);
+    // One decompressor, hasher and buffer per thread, indexed by the pool's worker number.
+    const std::size_t threads = parallel_workers(m_jobs.size(), std::max(m_config.threads, 1u));
+    std::unique_ptr<Worker[]> workers(new Worker[std::max<std::size_t>(threads, 1)]);
+    VENVFIX_TRY(
+        run_parallel(m_jobs.size(), threads, [&](std::size_t next, const JobContext& context) {
+          const Job& job = m_jobs[next];
+          Worker& worker = workers[context.worker()];
+          return job.member ? unpack_one(worker, *job.member) : stream_rest(worker, context);
+        }));
     return std::move(m_out);
   }
 
@@ -233,27 +228,6 @@ class Unpacker {
     if (!m_streamed.empty()) m_jobs.push_back(pass);
     std::stable_sort(m_jobs.begin(), m_jobs.end(),
                      [](const Job& a, const Job& b) { return a.weight > b.weight; });
-  }
-
-  void fail(Error error) {
-    std::lock_guard lock(m_mutex);
-    if (!m_error) m_error = std::move(error);
-    m_stop.store(true, std::memory_order_relaxed);
-  }
-
-  void work() {
-    Worker worker;
-    for (;;) {
-      if (m_stop.load(std::memory_order_relaxed)) return;
-      std::size_t next = m_next.fetch_add(1, std::memory_order_relaxed);
-      if (next >= m_jobs.size()) return;
-      const Job& job = m_jobs[next];
-      Status status = job.member ? unpack_one(worker, *job.member) : stream_rest(worker);
-      if (!status) {
-        fail(std::move(status).error());
-        return;
-      }
-    }
   }
 
   std::string what(std::size_t i) const {
@@ -333,11 +307,11 @@ class Unpacker {
   }
 
   // Every member the fast path does not take, in one pass of libarchive in archive order.
-  Status stream_rest(Worker& worker) {
+  Status stream_rest(Worker& worker, const JobContext& context) {
     VENVFIX_TRY_ASSIGN(ZipReader zip, ZipReader::open_memory(m_archive, m_display));
     std::size_t seen = 0;
     while (seen < m_streamed.size()) {
-      if (m_stop.load(std::memory_order_relaxed)) return ok();
+      if (context.stopping()) return ok();  // another member failed: its error is the answer
       VENVFIX_TRY_ASSIGN(std::optional<ZipEntry> entry, zip.next());
       if (!entry) break;
       auto it = m_streamed.find(entry->name);
@@ -372,10 +346,6 @@ class Unpacker {
   std::vector<StreamedMember> m_out;
   std::vector<Job> m_jobs;
   std::unordered_map<std::string_view, std::size_t> m_streamed;  // name -> member
-  std::atomic<std::size_t> m_next{0};
-  std::atomic<bool> m_stop{false};
-  std::mutex m_mutex;
-  std::optional<Error> m_error;
 };
 
 }  // namespace

@@ -53,34 +53,27 @@ TEST_F(Stage, DownloadsFromTheIndexAndStagesLikePip) {
   plan.actions.push_back(removal);
   plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
 
-  fetch::Downloader downloader(m_config);
-  auto fetched = download_plan_wheels(plan, downloader);
-  ASSERT_TRUE(fetched) << fetched.error().message;
-  ASSERT_EQ(fetched->size(), 2u);
-  EXPECT_EQ((*fetched)[0].action, 0u);
-  EXPECT_EQ((*fetched)[1].action, 2u);
-  EXPECT_FALSE((*fetched)[0].from_cache);
-
   fs::path venv_root = venvfix::testing::make_scenario("healthy", m_dir->path());
   auto venv = env::open_venv_at(venv_root);
   ASSERT_TRUE(venv);
   const fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  std::vector<StageItem> items;
-  for (const FetchedWheel& wheel : *fetched) {
-    items.push_back(
-        {wheel.action, wheel.path, plan.actions[wheel.action].file, wheel::Requested::no, {}});
-  }
+  fetch::Downloader downloader(m_config);
   auto before = fingerprint(venv_root);
-  auto staged = stage_wheels(*venv, plan, items, staging);
+  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
   ASSERT_TRUE(staged) << staged.error().message;
-  ASSERT_EQ(staged->size(), 2u);
-  EXPECT_EQ((*staged)[0].dist, "nvidia-cudnn-cu12");
-  EXPECT_EQ((*staged)[1].version, "12.8.4.1");
+  ASSERT_EQ(staged->fetched.size(), 2u);
+  EXPECT_EQ(staged->fetched[0].action, 0u);
+  EXPECT_EQ(staged->fetched[1].action, 2u);
+  EXPECT_FALSE(staged->fetched[0].from_cache);
+  ASSERT_EQ(staged->staged.size(), 2u);
+  EXPECT_EQ(staged->staged[0].dist, "nvidia-cudnn-cu12");
+  EXPECT_EQ(staged->staged[1].version, "12.8.4.1");
+  EXPECT_EQ(staged->staged[1].action, 2u);
   // Every file the result lists is in staging, and the venv did not change.
   const std::string site = venv->purelib.lexically_relative(venv->root).generic_string();
   std::vector<std::string> paths;
-  for (const StagedWheel& wheel : *staged) {
+  for (const StagedWheel& wheel : staged->staged) {
     for (const wheel::InstalledFile& file : wheel.install.files) {
       EXPECT_TRUE(fs::is_regular_file(staging / file.path)) << file.path;
       paths.push_back(file.path);
@@ -99,9 +92,12 @@ TEST_F(Stage, DownloadsFromTheIndexAndStagesLikePip) {
   EXPECT_EQ(fingerprint(venv_root), before);
 
   // A second download is served by the cache.
-  auto again = download_plan_wheels(plan, downloader);
-  ASSERT_TRUE(again);
-  EXPECT_TRUE((*again)[0].from_cache);
+  const fs::path staging2 = m_dir->path() / "staging2";
+  fs::create_directories(staging2);
+  auto again = fetch_and_stage(*venv, plan, downloader, staging2, {});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(again->fetched[0].from_cache);
+  EXPECT_TRUE(again->fetched[1].from_cache);
 }
 
 TEST_F(Stage, AWrongHashIsANetworkErrorAndNothingIsCached) {
@@ -110,8 +106,13 @@ TEST_F(Stage, AWrongHashIsANetworkErrorAndNothingIsCached) {
   plan::Plan plan;
   plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
   plan.actions[0].sha256 = std::string(64, 'a');
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
   fetch::Downloader downloader(m_config);
-  auto fetched = download_plan_wheels(plan, downloader);
+  auto fetched = fetch_and_stage(*venv, plan, downloader, staging, {});
   ASSERT_FALSE(fetched);
   EXPECT_EQ(fetched.error().code, ExitCode::network);
   EXPECT_THAT(fetched.error().message, HasSubstr(k_cudnn));
@@ -122,6 +123,7 @@ TEST_F(Stage, AWrongHashIsANetworkErrorAndNothingIsCached) {
     }
   }
   EXPECT_EQ(blobs, 0u);
+  EXPECT_TRUE(fs::is_empty(staging));
 }
 
 TEST_F(Stage, AWheelThatIsNotTheActionsIsRefused) {
@@ -135,8 +137,8 @@ TEST_F(Stage, AWheelThatIsNotTheActionsIsRefused) {
   ASSERT_TRUE(venv);
   fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no, {}};
-  auto staged = stage_wheels(*venv, plan, std::span(&item, 1), staging);
+  fetch::Downloader downloader(m_config);
+  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
   ASSERT_FALSE(staged);
   EXPECT_EQ(staged.error().code, ExitCode::usage);
   EXPECT_THAT(staged.error().message, HasSubstr("demo 2.0"));
@@ -155,8 +157,8 @@ TEST_F(Stage, AHostileWheelIsRefusedAndStagingStaysEmpty) {
   ASSERT_TRUE(venv);
   fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  StageItem item{0, wheel.path, wheel.file_name(), wheel::Requested::no, {}};
-  auto staged = stage_wheels(*venv, plan, std::span(&item, 1), staging);
+  fetch::Downloader downloader(m_config);
+  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
   ASSERT_FALSE(staged);
   EXPECT_EQ(staged.error().code, ExitCode::usage);
   EXPECT_THAT(staged.error().message, HasSubstr("escaped.txt"));
@@ -177,11 +179,38 @@ TEST_F(Stage, TwoWheelsWritingOnePathAreRefused) {
   ASSERT_TRUE(venv);
   fs::path staging = m_dir->path() / "staging";
   fs::create_directories(staging);
-  std::vector<StageItem> items = {{0, first.path, first.file_name(), wheel::Requested::no, {}},
-                                  {1, second.path, second.file_name(), wheel::Requested::no, {}}};
-  auto staged = stage_wheels(*venv, plan, items, staging);
+  fetch::Downloader downloader(m_config);
+  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
   ASSERT_FALSE(staged);
   EXPECT_THAT(staged.error().message, HasSubstr("shared/data.txt"));
+}
+
+TEST_F(Stage, APlanNamingOneWheelFileTwiceIsRefusedBeforeAnyDownload) {
+  fs::path tree = m_dir->path() / "tree";
+  write_text(tree / "demo/__init__.py", "x = 1\n");
+  MadeWheel wheel = make_wheel(m_dir->path() / "wheels", "demo", "1.0", tree, {"--purelib"});
+  plan::Plan plan;
+  plan.actions.push_back(install_action("demo", "1.0", wheel, file_url(wheel.path)));
+  plan.actions.push_back(install_action("demo", "1.0", wheel, file_url(wheel.path)));
+  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
+  auto venv = env::open_venv_at(venv_root);
+  ASSERT_TRUE(venv);
+  fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  fetch::Downloader downloader(m_config);
+  auto twice = fetch_and_stage(*venv, plan, downloader, staging, {});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().code, ExitCode::usage);
+  EXPECT_THAT(twice.error().message, HasSubstr("twice"));
+  EXPECT_FALSE(fs::exists(m_config.cache_dir / "wheels"));
+  // A file name that is not a wheel's: refused the same way.
+  plan.actions.pop_back();
+  plan.actions[0].file = "../demo-1.0-py3-none-any.whl";
+  auto bad_name = fetch_and_stage(*venv, plan, downloader, staging, {});
+  ASSERT_FALSE(bad_name);
+  EXPECT_EQ(bad_name.error().code, ExitCode::usage);
+  EXPECT_THAT(bad_name.error().message, HasSubstr("not a .whl file name"));
+  EXPECT_TRUE(fs::is_empty(staging));
 }
 
 TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {

@@ -15,6 +15,9 @@ Kinds:
   shortnorange  like short, and later requests ignore Range (the client must start over)
   corrupt  the whole file with one byte changed (a wrong hash)
   garbage  HTTP 200 with a malformed body of the requested page's content type
+  hold     held until released, then served normally: the server creates <hold-dir>/held
+           (--hold-dir) when such a request arrives and answers it once the test creates
+           <hold-dir>/release (at most 300 s later), so a test can act while a download waits
 """
 
 import os
@@ -51,7 +54,10 @@ class FaultHandler(IndexHandler):
             self.serve_path(rest)
             return True
         full = self.local_path(rest)
-        if kind == "500":
+        if kind == "hold":
+            self.hold()
+            self.serve_path(rest)
+        elif kind == "500":
             self.send_plain(500, "injected failure\n")
         elif kind == "429":
             self.send_plain(429, "slow down\n", [("Retry-After", "1")])
@@ -68,6 +74,16 @@ class FaultHandler(IndexHandler):
         else:
             self.send_plain(400, "unknown fault %s\n" % kind)
         return True
+
+    def hold(self):
+        if not self.hold_dir:
+            return
+        with open(os.path.join(self.hold_dir, "held"), "a", encoding="utf-8") as marker:
+            marker.write(self.path + "\n")
+        release = os.path.join(self.hold_dir, "release")
+        deadline = time.monotonic() + 300
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def send_fault_body(self, kind, full):
         with open(full, "rb") as source:

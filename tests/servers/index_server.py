@@ -59,6 +59,7 @@ class IndexHandler(BaseHTTPRequestHandler):
     log_file = None
     log_lock = threading.Lock()
     page_cache_control = None  # sent with every directory page when set
+    hold_dir = None  # --hold-dir (fault_server.py)
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass  # quiet: tests read --log instead
@@ -285,6 +286,7 @@ def parse_arguments(argv):
     parser.add_argument("--auth")
     parser.add_argument("--log")
     parser.add_argument("--cache-control")
+    parser.add_argument("--hold-dir", help="fault_server.py's hold fault: where it signals")
     return parser.parse_args(argv)
 
 
@@ -294,6 +296,7 @@ def serve(handler_class, argv):
     handler_class.auth = args.auth
     handler_class.log_file = args.log
     handler_class.page_cache_control = args.cache_control
+    handler_class.hold_dir = args.hold_dir
     server = Server(("127.0.0.1", args.port), handler_class)
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

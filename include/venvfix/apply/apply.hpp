@@ -1,15 +1,18 @@
 // `venvfix apply` and `venvfix uninstall`: a plan carried out as one transaction.
 //
-// The pipeline (docs/apply.md): check the plan against the venv (state digest), download and
-// hash-check every wheel, unpack them into a staging directory on the venv's filesystem,
-// compute what leaves the venv the way pip uninstalls (keeping what remaining distributions
-// own), begin the journaled transaction, move, verify (loader rules, dlopen in a child,
-// --verify-cmd), then commit, or roll back to exactly the state before.
+// The pipeline (docs/apply.md; the phases in apply/phases.hpp): check the plan against the venv
+// (state digest), download and hash-check every wheel and unpack it into a staging directory on
+// the venv's filesystem, compute what leaves the venv the way pip uninstalls (keeping what
+// remaining distributions own), re-check that no other installer changed the venv meanwhile,
+// begin the journaled transaction, move, verify (loader rules, dlopen in a child, --verify-cmd,
+// the probe), then commit, or roll back to exactly the state before.
 //
 // Failure contract: when apply_plan returns an Error the venv is as it was before the call
 // (or, if even the roll back failed, the error says so and the journal lets `venvfix recover`
-// finish it). Exit codes: 4 download, 5 verification (rolled back), 6 locked/unfinished
-// transaction, 7 stale plan, 2 a plan that cannot be applied as written, 1 otherwise.
+// finish it; or, exit 7 from the re-check, as the other installer left it: venvfix moved
+// nothing). Exit codes: 4 download, 5 verification (rolled back), 6 locked/unfinished
+// transaction, 7 stale plan or a venv changed during apply, 2 a plan that cannot be applied as
+// written, 1 otherwise.
 #pragma once
 
 #include <optional>
