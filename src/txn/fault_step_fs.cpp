@@ -39,15 +39,17 @@ std::vector<FaultStepFs::Record> FaultStepFs::records() const {
 }
 
 int FaultStepFs::enter(Op op, const std::string& path, const std::string& to) {
-  std::size_t n = m_count.fetch_add(1);
+  m_count.fetch_add(1);
   {
     std::lock_guard guard(m_mutex);
     m_records.push_back({op, path, to});
   }
   bool eligible = (m_only.empty() || std::find(m_only.begin(), m_only.end(), op) != m_only.end()) &&
                   (m_only_path.empty() || path == m_only_path);
-  if (m_at == never || n < m_at || !eligible) return 0;
-  // crash and fail_once: the first eligible operation from `at` on; fail_on: every one.
+  if (!eligible) return 0;
+  std::size_t n = m_eligible.fetch_add(1);
+  if (m_at == never || n < m_at) return 0;
+  // crash and fail_once: operation `at` only; fail_on: it and every later one.
   if (m_faulted.exchange(true) && m_fault != Fault::fail_on) return 0;
   // A crash: the process ends here, as kill -9 would end it, without unwinding or cleanup.
   if (m_fault == Fault::crash) ::_exit(k_crash_exit_code);

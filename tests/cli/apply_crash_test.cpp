@@ -1,10 +1,11 @@
 // The crash matrix through the real commands: `venvfix apply` (the seed repaired from the
-// loopback index) and `venvfix uninstall` stopped before each write N of their transaction (a
-// crash-point build: VENVFIX_CRASH_AT=N makes the binary's StepFs a FaultStepFs that stops
-// there), then `venvfix recover`. Every crash that leaves a journal leaves a venv that refuses
-// other commands until `recover`, and `recover` brings it to exactly the state before the
-// command or exactly the state after it: never a mix, and never before again once a crash
-// recovered to after.
+// loopback index) and `venvfix uninstall` stopped before each mkdir, rename or unlink N of
+// their transaction (a crash-point build: VENVFIX_CRASH_AT=N, VENVFIX_CRASH_OPS make the
+// binary's StepFs a FaultStepFs that stops there; every write is a crash point in the
+// library-level tests/txn/crash_matrix_test.cpp), then `venvfix recover`. Every crash that leaves a
+// journal leaves a venv that refuses other commands until `recover`, and `recover` brings it to
+// exactly the state before the command or exactly the state after it: never a mix, and never before
+// again once a crash recovered to after.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -49,7 +50,10 @@ class CrashMatrixCli : public ::testing::Test {
                                      "-q"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::map<std::string, std::string> env = {{"LD_LIBRARY_PATH", ""}};
-    if (crash_at) env["VENVFIX_CRASH_AT"] = std::to_string(*crash_at);
+    if (crash_at) {
+      env["VENVFIX_CRASH_AT"] = std::to_string(*crash_at);
+      env["VENVFIX_CRASH_OPS"] = "make_dir,rename,remove";  // about one crash point per step
+    }
     return venvfix::testing::run_command(argv, env, 300);
   }
 

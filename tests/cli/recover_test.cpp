@@ -1,5 +1,6 @@
-// `venvfix rollback` stopped before each write N of its transaction (a crash-point build:
-// VENVFIX_CRASH_AT=N, see step_fs.hpp), then `venvfix recover`: the venv is exactly the state
+// `venvfix rollback` stopped before each mkdir, rename or unlink N of its transaction (a
+// crash-point build: VENVFIX_CRASH_AT=N and VENVFIX_CRASH_OPS, see step_fs.hpp), then
+// `venvfix recover`: the venv is exactly the state
 // before or after the rollback. Both kinds of snapshot are restored: a whole-venv snapshot and a
 // transaction's snapshot.
 #include <gtest/gtest.h>
@@ -92,7 +93,9 @@ TEST_P(RecoverCli, RollbackCrashedAtEveryEventRecoversToBeforeOrAfter) {
   int crashed = 0, befores = 0, afters = 0;
   for (long n = 0; n < 500; ++n) {
     Setup s = setup(GetParam());
-    auto rolled = cli(s.venv, {"rollback", s.id}, {{"VENVFIX_CRASH_AT", std::to_string(n)}});
+    auto rolled = cli(
+        s.venv, {"rollback", s.id},
+        {{"VENVFIX_CRASH_AT", std::to_string(n)}, {"VENVFIX_CRASH_OPS", "make_dir,rename,remove"}});
     if (rolled.exit_code == 0) {
       EXPECT_EQ(fingerprint(s.venv), s.target);
       break;

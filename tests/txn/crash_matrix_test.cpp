@@ -17,6 +17,7 @@
 #include "txn/txn_test_support.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/recover.hpp"
+#include "venvfix/txn/snapshot.hpp"
 #include "venvfix/txn/step_fs.hpp"
 #include "venvfix/txn/transaction.hpp"
 
@@ -171,6 +172,68 @@ TEST_F(TxnCrashMatrix, EveryJournaledEvent) {
       "after\n",
       recorded.steps.size(), writes, recorded.commit_at, befores, afters);
   EXPECT_EQ(static_cast<std::size_t>(befores + afters), writes);
+}
+
+// A restore of a whole-venv snapshot (kept, so relinked after its commit) stopped before each
+// of its writes: the same rule through restore_snapshot, in every build (the `venvfix rollback`
+// matrix in tests/cli/recover_test.cpp needs a crash-point build).
+TEST_F(TxnCrashMatrix, TreeSnapshotRestoreAtEveryWrite) {
+  // A venv with a tree snapshot ("target"), then changed as pip would change it ("current").
+  auto setup = [&](std::string* id, Fingerprint* target) {
+    env::Venv venv = fresh(6, target);
+    auto lock = VenvLock::acquire(venv, LockWait::fail);
+    EXPECT_TRUE(lock);
+    auto info = create_snapshot(venv, *lock, "crash matrix");
+    EXPECT_TRUE(info) << info.error().message;
+    *id = info->id;
+    fs::path site = venv.root / k_site;
+    fs::remove_all(site / "bulk1");
+    fs::remove(site / "pkg/__init__.py");
+    write_text(site / "pkg/__init__.py", "other\n");
+    write_text(site / "added/x.py", "x");
+    return venv;
+  };
+  auto restore = [](const env::Venv& venv, const std::string& id, StepFs& disk) {
+    auto lock = VenvLock::acquire(venv, LockWait::wait);
+    return lock && restore_snapshot(venv, *lock, id, KeepSnapshot::no, disk);
+  };
+  std::string id;
+  Fingerprint target;
+  std::vector<FaultStepFs::Record> records;
+  {
+    env::Venv venv = setup(&id, &target);
+    RealStepFs real;
+    FaultStepFs recorder(real, FaultStepFs::never, FaultStepFs::Fault::crash);
+    ASSERT_TRUE(restore(venv, id, recorder));
+    ASSERT_EQ(fingerprint(venv), target);
+    records = recorder.records();
+  }
+  std::size_t commit_at = testing::commit_point(records);
+  ASSERT_LT(commit_at, records.size());
+  int befores = 0;
+  int afters = 0;
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    env::Venv venv = setup(&id, &target);
+    Fingerprint current = fingerprint(venv);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      RealStepFs real;
+      FaultStepFs disk(real, n, FaultStepFs::Fault::crash);
+      ::_exit(restore(venv, id, disk) ? 0 : 3);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == k_crash_exit_code) << "write " << n;
+    Outcome outcome = recover_and_classify(venv, current, target);
+    EXPECT_EQ(outcome, n <= commit_at ? Outcome::before : Outcome::after)
+        << "crash before write " << n << " (" << to_string(records[n].op) << " " << records[n].path
+        << ")";
+    if (outcome == Outcome::before) ++befores;
+    if (outcome == Outcome::after) ++afters;
+  }
+  std::printf("tree snapshot restore crash matrix: %zu writes, %d before, %d after\n",
+              records.size(), befores, afters);
+  EXPECT_EQ(static_cast<std::size_t>(befores + afters), records.size());
 }
 
 TEST_F(TxnCrashMatrix, KillAtRandomMoments) {

@@ -6,6 +6,7 @@
 // faults_test.cpp and need root.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -188,7 +189,13 @@ TEST_F(TxnSeamFaults, FullDuringExecuteRollsBack) {
   RealStepFs real;
   // The disk fills up once the journal is durable: the snapshot directory and the new package
   // directory cannot be created.
-  FaultStepFs full(real, recorded.execute_from, Fault::fail_on, ENOSPC);
+  std::size_t allocating_before_execute = 0;  // `at` counts the operations `only` lets fault
+  for (std::size_t i = 0; i < recorded.execute_from; ++i) {
+    const StepFs::Op op = recorded.records[i].op;
+    allocating_before_execute +=
+        std::find(k_allocating.begin(), k_allocating.end(), op) != k_allocating.end() ? 1 : 0;
+  }
+  FaultStepFs full(real, allocating_before_execute, Fault::fail_on, ENOSPC);
   full.only(k_allocating);
   auto txn = Transaction::begin(venv, *lock, replace_and_remove(venv), full);
   ASSERT_TRUE(txn) << txn.error().message;

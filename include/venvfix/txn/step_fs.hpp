@@ -5,7 +5,7 @@
 //
 // RealStepFs is the default everywhere. FaultStepFs wraps one and, at its N-th operation,
 // either fails that operation with a chosen errno or stops the process (_exit) before it:
-// the crash matrix and the fault tests (docs/transactions.md, "Crash testing").
+// the crash matrix and the fault tests (docs/transactions.md, "The filesystem seam").
 #pragma once
 
 #include <sys/types.h>
@@ -43,7 +43,7 @@ class StepFs {
   enum class Remove { file, empty_dir, tree };
   virtual int remove(int dirfd, const std::string& path, Remove what) = 0;
   // Creates or truncates `path` with `mode`, writes `data` and fsyncs it (not atomic:
-  // write_file_atomic below is).
+  // write_atomic below is).
   virtual int write(int dirfd, const std::string& path, std::string_view data, mode_t mode) = 0;
   // Opens `path` ("" is dirfd itself) and fsyncs (directory) or fdatasyncs (file_data) it.
   // ENOENT is returned as such (callers decide); a symlink under file_data gives ELOOP.
@@ -68,6 +68,8 @@ class RealStepFs final : public StepFs {
 // -DVENVFIX_CRASH_POINTS=ON and VENVFIX_CRASH_AT=N in the environment, a FaultStepFs that stops
 // the process before its N-th operation instead: the crash matrices that run the venvfix
 // binary (tests/cli/apply_crash_test.cpp, recover_test.cpp) reach it that way.
+// VENVFIX_CRASH_OPS=rename,remove,make_dir (names as to_string(Op)) counts N among those
+// kinds only: about one crash point per journaled step, for matrices that run whole commands.
 StepFs& default_step_fs();
 // Whether this build honours VENVFIX_CRASH_AT.
 bool crash_points_compiled();
@@ -95,9 +97,10 @@ class FaultStepFs final : public StepFs {
   };
 
   FaultStepFs(StepFs& real, std::size_t at, Fault fault, int error = 0);
-  // Faults only operations of these kinds (counting still counts all) and, when `path` is not
-  // empty, only those whose first path is `path`: ENOSPC hits what allocates (make_dir, write,
-  // symlink, link), not a rename or an rmdir; an immutable file fails only its own rename.
+  // Faults only operations of these kinds and, when `path` is not empty, only those whose
+  // first path is `path`; `at` then counts these alone (count() and records() still count
+  // all). ENOSPC hits what allocates (make_dir, write, symlink, link), not a rename or an
+  // rmdir; an immutable file fails only its own rename.
   void only(std::vector<Op> ops, std::string path = "") {
     m_only = std::move(ops);
     m_only_path = std::move(path);
@@ -129,6 +132,7 @@ class FaultStepFs final : public StepFs {
   std::vector<Op> m_only;   // empty: every kind
   std::string m_only_path;  // empty: every path
   std::atomic<std::size_t> m_count{0};
+  std::atomic<std::size_t> m_eligible{0};  // operations that `only` lets fault
   std::atomic<bool> m_faulted{false};
   mutable std::mutex m_mutex;
   std::vector<Record> m_records;
