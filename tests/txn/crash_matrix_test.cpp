@@ -236,6 +236,50 @@ TEST_F(TxnCrashMatrix, TreeSnapshotRestoreAtEveryWrite) {
   EXPECT_EQ(static_cast<std::size_t>(befores + afters), records.size());
 }
 
+// `recover` is idempotent: a recover stopped before each of its own writes, then a second
+// recover, still ends exactly before (a transaction crashed mid-execute) or exactly after (one
+// crashed in its cleanup).
+TEST_F(TxnCrashMatrix, RecoverItselfStoppedAtEveryWrite) {
+  constexpr int k_extra = 6;
+  Fingerprint after = after_print(k_extra);
+  testing::RecordedRun recorded;
+  {
+    env::Venv venv = fresh(k_extra, nullptr);
+    recorded = testing::record_transaction(venv, bulk_changes(venv, k_extra));
+  }
+  const std::size_t mid_execute =
+      recorded.execute_from + (recorded.commit_at - recorded.execute_from) / 2;
+  for (std::size_t crash_at : {mid_execute, recorded.commit_at + 2}) {
+    bool committed = crash_at > recorded.commit_at;
+    int recovers = 0;
+    for (std::size_t n = 0;; ++n) {
+      Fingerprint before;
+      env::Venv venv = fresh(k_extra, &before);
+      ASSERT_EQ(transaction_in_child(venv, bulk_changes(venv, k_extra), crash_at),
+                k_crash_exit_code);
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        RealStepFs real;
+        FaultStepFs disk(real, n, FaultStepFs::Fault::crash);
+        auto lock = VenvLock::acquire(venv, LockWait::wait);
+        ::_exit(lock && recover(venv, *lock, disk) ? 0 : 3);
+      }
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      ASSERT_TRUE(WIFEXITED(status));
+      Outcome outcome = recover_and_classify(venv, before, after);
+      EXPECT_EQ(outcome, committed ? Outcome::after : Outcome::before)
+          << "recover stopped before its write " << n;
+      if (WEXITSTATUS(status) == 0) break;  // past its last write
+      ASSERT_EQ(WEXITSTATUS(status), k_crash_exit_code);
+      ++recovers;
+    }
+    std::printf("recover of a transaction stopped before write %zu (%s): %d crash points\n",
+                crash_at, committed ? "after the commit" : "mid-execute", recovers);
+    EXPECT_GT(recovers, committed ? 1 : 5);
+  }
+}
+
 TEST_F(TxnCrashMatrix, KillAtRandomMoments) {
   constexpr int k_extra = 300;
   constexpr int k_kills = 30;
