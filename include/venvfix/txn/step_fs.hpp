@@ -74,7 +74,7 @@ StepFs& default_step_fs();
 // Whether this build honours VENVFIX_CRASH_AT.
 bool crash_points_compiled();
 
-// Writes `path` atomically through `fs`: a temporary file beside it (written and fsync'd), a
+// Writes `path` atomically through `disk`: a temporary file beside it (written and fsync'd), a
 // rename over `path`, an fsync of its directory. Errors name `path`. (base's
 // write_file_atomic, through the seam.)
 Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, mode_t mode = 0644);
@@ -84,7 +84,7 @@ Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, m
 //   Fault::crash      _exit(k_crash_exit_code) instead of operation `at`: a process killed
 //                     right after operation at-1, with no cleanup (run it in a child);
 //   Fault::fail_once  operation `at` returns `error` without happening; later ones happen;
-//   Fault::fail_on    it and every later operation return `error` (a disk that stays full).
+//   Fault::fail_on    it and every later one return `error` (a disk that stays full).
 // `at` = never: only counts and records. Thread-safe (commit fsyncs on several threads).
 class FaultStepFs final : public StepFs {
  public:
