@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <ctime>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -36,12 +35,6 @@ void parallel_for(std::size_t count, std::size_t min_per_thread, Job job) {
     job(i);
     return ok();
   });
-}
-
-std::int64_t realtime_ns() {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
 // What the stat pass learned about one distinct path. Kept small: a torch-sized venv has
@@ -188,7 +181,7 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
   std::atomic<std::uint64_t> bytes{0};
   parallel_for(to_hash.size(), 1, [&](std::size_t k) {
     Probe& probe = probes[to_hash[k]];
-    probe.hashed_at_ns = realtime_ns();
+    probe.hashed_at_ns = cache != nullptr ? cache->now_ns() : 0;
     std::uint64_t read = 0;
     auto digest = hash_file(fs::path(paths[probe.path]), &read);
     bytes += read;

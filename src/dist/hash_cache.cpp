@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "venvfix/base/log.hpp"
 
@@ -75,6 +76,12 @@ HashCache HashCache::load(const fs::path& file) {
     cache.m_corrupt = true;
   }
   return cache;
+}
+
+std::int64_t realtime_ns() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
 }
 
 std::optional<Sha256Digest> HashCache::lookup(const FileIdentity& identity) {

@@ -117,24 +117,38 @@ Result<Journal> parse_journal(std::string_view text, std::string_view source) {
 
 namespace {
 
-Status mkdir_if_missing(const fs::path& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return make_error(ExitCode::error, "cannot create {}: {}", dir.string(), errno_message(errno));
+Status mkdir_if_missing(StepFs& disk, const fs::path& dir) {
+  int error = disk.make_dir(AT_FDCWD, dir.string(), 0755);
+  if (error != 0 && error != EEXIST) {
+    return make_error(ExitCode::error, "cannot create {}: {}", dir.string(), errno_message(error));
+  }
+  return ok();
+}
+
+Status remove_tree(StepFs& disk, const fs::path& dir) {
+  if (int error = disk.remove(AT_FDCWD, dir.string(), StepFs::Remove::tree); error != 0) {
+    return make_error(ExitCode::error, "cannot remove {}: {}", dir.string(), errno_message(error));
+  }
+  return ok();
+}
+
+Status sync_dir(StepFs& disk, const fs::path& dir) {
+  if (int error = disk.sync(AT_FDCWD, dir.string(), StepFs::Sync::directory); error != 0) {
+    return make_error(ExitCode::error, "{}: fsync: {}", dir.string(), errno_message(error));
   }
   return ok();
 }
 
 }  // namespace
 
-Status write_journal(const env::Venv& venv, const Journal& journal) {
-  VENVFIX_TRY(mkdir_if_missing(venv.state_dir()));
+Status write_journal(StepFs& disk, const env::Venv& venv, const Journal& journal) {
+  VENVFIX_TRY(mkdir_if_missing(disk, venv.state_dir()));
   fs::path dir = journal_dir(venv);
   // Leftovers of a transaction that ended between removing journal.json and the rest.
-  std::error_code ignored;
-  fs::remove_all(dir, ignored);
-  VENVFIX_TRY(mkdir_if_missing(dir));
-  VENVFIX_TRY(write_file_atomic(journal_file(venv), to_json_text(journal)));
-  return fsync_directory(venv.state_dir());
+  VENVFIX_TRY(remove_tree(disk, dir));
+  VENVFIX_TRY(mkdir_if_missing(disk, dir));
+  VENVFIX_TRY(write_atomic(disk, journal_file(venv), to_json_text(journal)));
+  return sync_dir(disk, venv.state_dir());
 }
 
 Result<std::optional<Journal>> read_journal(const env::Venv& venv) {
@@ -145,9 +159,9 @@ Result<std::optional<Journal>> read_journal(const env::Venv& venv) {
   return std::optional<Journal>(std::move(journal));
 }
 
-Status write_commit_marker(const env::Venv& venv, KeepSnapshot keep) {
-  return write_file_atomic(commit_marker(venv), keep == KeepSnapshot::yes ? "keep-snapshot yes\n"
-                                                                          : "keep-snapshot no\n");
+Status write_commit_marker(StepFs& disk, const env::Venv& venv, KeepSnapshot keep) {
+  return write_atomic(disk, commit_marker(venv),
+                      keep == KeepSnapshot::yes ? "keep-snapshot yes\n" : "keep-snapshot no\n");
 }
 
 Result<std::optional<KeepSnapshot>> read_commit_marker(const env::Venv& venv) {
@@ -159,20 +173,15 @@ Result<std::optional<KeepSnapshot>> read_commit_marker(const env::Venv& venv) {
   return make_error(ExitCode::error, "{} is not a valid commit marker", file.string());
 }
 
-Status remove_journal(const env::Venv& venv) {
+Status remove_journal(StepFs& disk, const env::Venv& venv) {
   fs::path file = journal_file(venv);
-  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-    return make_error(ExitCode::error, "cannot remove {}: {}", file.string(), errno_message(errno));
+  int error = disk.remove(AT_FDCWD, file.string(), StepFs::Remove::file);
+  if (error != 0 && error != ENOENT) {
+    return make_error(ExitCode::error, "cannot remove {}: {}", file.string(), errno_message(error));
   }
   if (::access(journal_dir(venv).c_str(), F_OK) != 0) return ok();  // already gone
-  VENVFIX_TRY(fsync_directory(journal_dir(venv)));
-  std::error_code error;
-  fs::remove_all(journal_dir(venv), error);
-  if (error) {
-    return make_error(ExitCode::error, "cannot remove {}: {}", journal_dir(venv).string(),
-                      error.message());
-  }
-  return ok();
+  VENVFIX_TRY(sync_dir(disk, journal_dir(venv)));
+  return remove_tree(disk, journal_dir(venv));
 }
 
 std::string utc_now_iso8601() {

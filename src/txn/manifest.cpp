@@ -112,6 +112,79 @@ std::string manifest_text(const Manifest& manifest) {
   return out;
 }
 
+namespace {
+
+// Each parser below returns what is wrong with its line, or "" when it is good.
+
+// Line 1: "venvfix-snapshot <format>".
+std::string parse_format_line(std::string_view line, Manifest& manifest) {
+  if (!line.starts_with("venvfix-snapshot ")) return "not a venvfix snapshot manifest";
+  if (!parse_number(line.substr(17), manifest.format)) return "bad format version";
+  if (manifest.format != k_manifest_format) {
+    return fmt::format("format version {} is newer than this venvfix understands ({})",
+                       manifest.format, k_manifest_format);
+  }
+  return "";
+}
+
+// A header line: "<key> <value>"; unknown keys are ignored (added by later versions).
+std::string parse_header_line(std::string_view line, Manifest& manifest, bool& have_kind) {
+  std::size_t space = line.find(' ');
+  std::string_view key = line.substr(0, space);
+  std::string_view value = space == std::string_view::npos ? "" : line.substr(space + 1);
+  if (key == "id") {
+    manifest.id = value;
+  } else if (key == "kind") {
+    if (value == "tree") {
+      manifest.kind = SnapshotKind::tree;
+    } else if (value == "transaction") {
+      manifest.kind = SnapshotKind::transaction;
+    } else {
+      return "unknown kind";
+    }
+    have_kind = true;
+  } else if (key == "created") {
+    manifest.created = value;
+  } else if (key == "method") {
+    manifest.method = value;
+  } else if (key == "reason") {
+    if (!unescape(value, manifest.reason)) return "bad escape";
+  }
+  return "";
+}
+
+// An entry: "<type> <mode> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <escaped path>".
+std::string parse_entry_line(std::string_view line, Manifest& manifest) {
+  ManifestEntry entry;
+  std::string_view fields[8];
+  std::string_view rest = line;
+  for (auto& field : fields) {
+    std::size_t space = rest.find(' ');
+    if (space == std::string_view::npos) return "too few fields";
+    field = rest.substr(0, space);
+    rest = rest.substr(space + 1);
+  }
+  if (fields[0].size() != 1 ||
+      std::string_view("FSDAC").find(fields[0][0]) == std::string_view::npos) {
+    return "unknown entry type";
+  }
+  entry.type = fields[0][0];
+  if (!parse_number(fields[1], entry.mode, 8) || !parse_number(fields[2], entry.size) ||
+      !parse_number(fields[3], entry.dev) || !parse_number(fields[4], entry.ino) ||
+      !parse_number(fields[5], entry.nlink) || !parse_number(fields[6], entry.mtime_ns) ||
+      !parse_number(fields[7], entry.ctime_ns)) {
+    return "bad number";
+  }
+  if (!unescape(rest, entry.path)) return "bad escape";
+  if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {
+    return "path " + entry.path + " leaves the venv";
+  }
+  manifest.entries.push_back(std::move(entry));
+  return "";
+}
+
+}  // namespace
+
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source) {
   std::size_t line_number = 0;
   auto bad = [&](std::string_view what) {
@@ -127,68 +200,16 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
     std::string_view line = text.substr(at, end - at);
     at = end + 1;
     ++line_number;
+    std::string wrong;
     if (line_number == 1) {
-      if (!line.starts_with("venvfix-snapshot ")) return bad("not a venvfix snapshot manifest");
-      if (!parse_number(line.substr(17), manifest.format)) return bad("bad format version");
-      if (manifest.format != k_manifest_format) {
-        return bad(fmt::format("format version {} is newer than this venvfix understands ({})",
-                               manifest.format, k_manifest_format));
-      }
-      continue;
+      wrong = parse_format_line(line, manifest);
+    } else if (!in_entries) {
+      in_entries = line == "entries";
+      if (!in_entries) wrong = parse_header_line(line, manifest, have_kind);
+    } else if (!line.empty()) {
+      wrong = parse_entry_line(line, manifest);
     }
-    if (!in_entries) {
-      if (line == "entries") {
-        in_entries = true;
-        continue;
-      }
-      std::size_t space = line.find(' ');
-      std::string_view key = line.substr(0, space);
-      std::string_view value = space == std::string_view::npos ? "" : line.substr(space + 1);
-      if (key == "id")
-        manifest.id = value;
-      else if (key == "kind") {
-        if (value == "tree")
-          manifest.kind = SnapshotKind::tree;
-        else if (value == "transaction")
-          manifest.kind = SnapshotKind::transaction;
-        else
-          return bad("unknown kind");
-        have_kind = true;
-      } else if (key == "created")
-        manifest.created = value;
-      else if (key == "method")
-        manifest.method = value;
-      else if (key == "reason") {
-        if (!unescape(value, manifest.reason)) return bad("bad escape");
-      }
-      continue;
-    }
-    if (line.empty()) continue;
-    ManifestEntry entry;
-    std::string_view fields[8];
-    std::string_view rest = line;
-    for (auto& field : fields) {
-      std::size_t space = rest.find(' ');
-      if (space == std::string_view::npos) return bad("too few fields");
-      field = rest.substr(0, space);
-      rest = rest.substr(space + 1);
-    }
-    if (fields[0].size() != 1 ||
-        std::string_view("FSDAC").find(fields[0][0]) == std::string_view::npos) {
-      return bad("unknown entry type");
-    }
-    entry.type = fields[0][0];
-    if (!parse_number(fields[1], entry.mode, 8) || !parse_number(fields[2], entry.size) ||
-        !parse_number(fields[3], entry.dev) || !parse_number(fields[4], entry.ino) ||
-        !parse_number(fields[5], entry.nlink) || !parse_number(fields[6], entry.mtime_ns) ||
-        !parse_number(fields[7], entry.ctime_ns)) {
-      return bad("bad number");
-    }
-    if (!unescape(rest, entry.path)) return bad("bad escape");
-    if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {
-      return bad("path " + entry.path + " leaves the venv");
-    }
-    manifest.entries.push_back(std::move(entry));
+    if (!wrong.empty()) return bad(wrong);
   }
   if (!in_entries || !have_kind || !is_safe_id(manifest.id)) {
     return bad("incomplete header");

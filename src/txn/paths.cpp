@@ -62,23 +62,24 @@ Result<std::optional<struct stat>> lstat_at(int dirfd, const std::string& path,
 
 namespace {
 
-Status make_one_dir(int dirfd, const std::string& dir, mode_t mode, const fs::path& root) {
-  if (::mkdirat(dirfd, dir.c_str(), mode) != 0) {
-    if (errno == EEXIST) return ok();
+Status make_one_dir(StepFs& disk, int dirfd, const std::string& dir, mode_t mode,
+                    const fs::path& root) {
+  if (int error = disk.make_dir(dirfd, dir, mode); error != 0) {
+    if (error == EEXIST) return ok();
     return make_error(ExitCode::error, "cannot create {}: {}", (root / dir).string(),
-                      errno_message(errno));
+                      errno_message(error));
   }
   // mkdir applies the umask; the mode must be exact.
-  if (::fchmodat(dirfd, dir.c_str(), mode, 0) != 0) {
+  if (int error = disk.set_mode(dirfd, dir, mode); error != 0) {
     return make_error(ExitCode::error, "cannot set the mode of {}: {}", (root / dir).string(),
-                      errno_message(errno));
+                      errno_message(error));
   }
   return ok();
 }
 
 }  // namespace
 
-Status make_dirs_at(int dirfd, const std::string& base, const std::string& rel,
+Status make_dirs_at(StepFs& disk, int dirfd, const std::string& base, const std::string& rel,
                     const std::string& mode_base, const fs::path& root) {
   std::string target = join(base, rel);
   struct stat st {};
@@ -88,7 +89,7 @@ Status make_dirs_at(int dirfd, const std::string& base, const std::string& rel,
     while (true) {
       at = base.find('/', at + 1);
       std::string prefix = base.substr(0, at);
-      VENVFIX_TRY(make_one_dir(dirfd, prefix, 0755, root));
+      VENVFIX_TRY(make_one_dir(disk, dirfd, prefix, 0755, root));
       if (at == std::string::npos) break;
     }
   }
@@ -104,19 +105,16 @@ Status make_dirs_at(int dirfd, const std::string& base, const std::string& rel,
     if (::fstatat(dirfd, source.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode)) {
       mode = st.st_mode & 07777;
     }
-    VENVFIX_TRY(make_one_dir(dirfd, join(base, prefix), mode, root));
+    VENVFIX_TRY(make_one_dir(disk, dirfd, join(base, prefix), mode, root));
     if (at == std::string::npos) break;
   }
   return ok();
 }
 
-Status remove_tree_at(int dirfd, const std::string& path, const fs::path& root) {
-  std::error_code error;
-  (void)dirfd;
-  fs::remove_all(root / path, error);
-  if (error) {
+Status remove_tree_at(StepFs& disk, int dirfd, const std::string& path, const fs::path& root) {
+  if (int error = disk.remove(dirfd, path, StepFs::Remove::tree); error != 0) {
     return make_error(ExitCode::error, "cannot remove {}: {}", (root / path).string(),
-                      error.message());
+                      errno_message(error));
   }
   return ok();
 }

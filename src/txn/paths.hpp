@@ -11,6 +11,7 @@
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/result.hpp"
+#include "venvfix/txn/step_fs.hpp"
 
 namespace venvfix::txn {
 
@@ -31,14 +32,14 @@ Result<std::optional<struct stat>> lstat_at(int dirfd, const std::string& path,
 
 // Creates every missing directory of base/rel (relative to dirfd). A created directory
 // base/x gets the permission bits of mode_base/x when that is a directory (mode_base "" is
-// dirfd itself), else 0755; components of `base` itself get 0755.
-Status make_dirs_at(int dirfd, const std::string& base, const std::string& rel,
+// dirfd itself), else 0755; components of `base` itself get 0755. Creates through `disk`.
+Status make_dirs_at(StepFs& disk, int dirfd, const std::string& base, const std::string& rel,
                     const std::string& mode_base, const fs::path& root);
 
 // Joins venv-relative parts ("" is the root).
 std::string join(std::string_view a, std::string_view b);
 
-// Removes a tree (relative to dirfd) if it exists; errors name root/path.
-Status remove_tree_at(int dirfd, const std::string& path, const fs::path& root);
+// Removes a tree (relative to dirfd) through `disk` if it exists; errors name root/path.
+Status remove_tree_at(StepFs& disk, int dirfd, const std::string& path, const fs::path& root);
 
 }  // namespace venvfix::txn

@@ -8,7 +8,7 @@
 
 namespace venvfix::txn {
 
-Result<RecoverReport> recover(const env::Venv& venv, const VenvLock& lock) {
+Result<RecoverReport> recover(const env::Venv& venv, const VenvLock& lock, StepFs& disk) {
   if (lock.venv_root() != venv.root) {
     return make_error(ExitCode::error, "internal error: the lock held is for {}, not {}",
                       lock.venv_root().string(), venv.root.string());
@@ -19,19 +19,19 @@ Result<RecoverReport> recover(const env::Venv& venv, const VenvLock& lock) {
   if (!journal) {
     // Staging directories no transaction refers to: an apply killed before begin(). We hold
     // the lock, so nobody is filling them.
-    VENVFIX_TRY(remove_tree_at(root.get(), ".venvfix/staging", venv.root));
-    std::error_code ignored;
-    fs::remove_all(journal_dir(venv), ignored);  // leftovers after journal.json was removed
+    VENVFIX_TRY(remove_tree_at(disk, root.get(), ".venvfix/staging", venv.root));
+    // Leftovers after journal.json was removed.
+    VENVFIX_TRY(remove_tree_at(disk, root.get(), ".venvfix/journal", venv.root));
     return report;
   }
   report.id = journal->id;
   report.reason = journal->reason;
   VENVFIX_TRY_ASSIGN(std::optional<KeepSnapshot> keep, read_commit_marker(venv));
   if (keep) {
-    VENVFIX_TRY(finish_journal(venv, root.get(), *journal, *keep));
+    VENVFIX_TRY(finish_journal(disk, venv, root.get(), *journal, *keep));
     report.outcome = RecoverOutcome::completed;
   } else {
-    VENVFIX_TRY(undo_journal(venv, root.get(), *journal));
+    VENVFIX_TRY(undo_journal(disk, venv, root.get(), *journal));
     report.outcome = RecoverOutcome::rolled_back;
   }
   return report;

@@ -12,29 +12,34 @@
 #include "venvfix/base/fs.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/journal.hpp"
+#include "venvfix/txn/step_fs.hpp"
 
 namespace venvfix::txn {
 
+// Every write below goes through `disk` (step_fs.hpp); reads do not.
+
 // Runs one step (not yet done). Errors name the path.
-Status run_step(int rootfd, const fs::path& root, const Journal& journal, const Step& step);
+Status run_step(StepFs& disk, int rootfd, const fs::path& root, const Journal& journal,
+                const Step& step);
 
 // fsyncs every directory the steps changed (in the venv, the snapshot and the staging
 // directory), each once.
-Status sync_touched_dirs(int rootfd, const fs::path& root, const Journal& journal);
+Status sync_touched_dirs(StepFs& disk, int rootfd, const fs::path& root, const Journal& journal);
 
 // Undoes every step that happened, in reverse order; never stops at the first error (all are
 // joined into one). Then makes the undo durable, removes the transaction's snapshot, its
 // staging directory (when owned) and the journal.
-Status undo_journal(const env::Venv& venv, int rootfd, const Journal& journal);
+Status undo_journal(StepFs& disk, const env::Venv& venv, int rootfd, const Journal& journal);
 
 // After the commit marker: removes staging (when owned), the snapshot unless kept, the
 // consumed snapshot, then the journal.
-Status finish_journal(const env::Venv& venv, int rootfd, const Journal& journal, KeepSnapshot keep);
+Status finish_journal(StepFs& disk, const env::Venv& venv, int rootfd, const Journal& journal,
+                      KeepSnapshot keep);
 
 // After a restore that keeps its source snapshot: links (hardlink snapshots) or clones
 // (reflink ones) every file the restore moved out of the snapshot back into it from the venv,
 // and rewrites its manifest with their new identities. Idempotent.
-Status relink_snapshot(const env::Venv& venv, int rootfd, const Journal& journal);
+Status relink_snapshot(StepFs& disk, const env::Venv& venv, int rootfd, const Journal& journal);
 
 // Opens the venv root as a directory descriptor.
 Result<Fd> open_root(const env::Venv& venv);

@@ -44,7 +44,7 @@ Status clone_back(int rootfd, const fs::path& root, const std::string& from, con
 
 }  // namespace
 
-Status relink_snapshot(const env::Venv& venv, int rootfd, const Journal& journal) {
+Status relink_snapshot(StepFs& disk, const env::Venv& venv, int rootfd, const Journal& journal) {
   const fs::path& root = venv.root;
   VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, journal.consumes));
   std::unordered_map<std::string, ManifestEntry*> by_path;
@@ -67,16 +67,18 @@ Status relink_snapshot(const env::Venv& venv, int rootfd, const Journal& journal
       if (S_ISLNK(in_venv->st_mode)) {
         std::string target(static_cast<std::size_t>(in_venv->st_size) + 1, '\0');
         ssize_t n = ::readlinkat(rootfd, step.path.c_str(), target.data(), target.size());
-        if (n < 0 || ::symlinkat(target.substr(0, static_cast<std::size_t>(n)).c_str(), rootfd,
-                                 held.c_str()) != 0) {
+        int error = n < 0
+                        ? errno
+                        : disk.symlink(target.substr(0, static_cast<std::size_t>(n)), rootfd, held);
+        if (error != 0) {
           return make_error(ExitCode::error, "cannot keep {} in snapshot {}: {}",
-                            (root / step.path).string(), journal.consumes, errno_message(errno));
+                            (root / step.path).string(), journal.consumes, errno_message(error));
         }
       } else if (manifest.method == "reflink") {
         VENVFIX_TRY(clone_back(rootfd, root, step.path, held, in_venv->st_mode));
-      } else if (::linkat(rootfd, step.path.c_str(), rootfd, held.c_str(), 0) != 0) {
+      } else if (int error = disk.link(rootfd, step.path, held); error != 0) {
         return make_error(ExitCode::error, "cannot keep {} in snapshot {}: {}",
-                          (root / step.path).string(), journal.consumes, errno_message(errno));
+                          (root / step.path).string(), journal.consumes, errno_message(error));
       }
     }
     // The identity the next restore compares against: the venv file's, after linking.
@@ -90,8 +92,8 @@ Status relink_snapshot(const env::Venv& venv, int rootfd, const Journal& journal
     }
   }
   if (!changed) return ok();
-  return write_file_atomic(venv.state_dir() / "snapshots" / journal.consumes / "manifest",
-                           manifest_text(manifest));
+  return write_atomic(disk, venv.state_dir() / "snapshots" / journal.consumes / "manifest",
+                      manifest_text(manifest));
 }
 
 }  // namespace venvfix::txn

@@ -64,7 +64,8 @@ Status check_unchanged(const env::Venv& venv, const Manifest& manifest,
 }  // namespace
 
 Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const VenvLock& lock,
-                                                    const std::string& id, KeepSnapshot keep) {
+                                                    const std::string& id, KeepSnapshot keep,
+                                                    StepFs& disk) {
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
   VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
   VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
@@ -87,7 +88,7 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
                 id, changes.add.size(), changes.remove.size(), dirs.make.size(),
                 dirs.remove.size());
   VENVFIX_TRY_ASSIGN(Transaction txn,
-                     Transaction::begin_consuming(venv, lock, std::move(changes), dirs, id));
+                     Transaction::begin_consuming(venv, lock, std::move(changes), dirs, id, disk));
   VENVFIX_TRY(txn.execute());
   return txn.commit(keep);
 }

@@ -13,23 +13,41 @@
 
 namespace venvfix::txn {
 
+namespace {
+
+// The names in the snapshots directory (none when it does not exist).
+Result<std::vector<std::string>> snapshot_dir_names(const fs::path& base) {
+  std::vector<std::string> names;
+  std::error_code error;
+  fs::directory_iterator it(base, error);
+  if (error == std::errc::no_such_file_or_directory) return names;
+  for (; !error && it != fs::directory_iterator(); it.increment(error)) {
+    names.push_back(it->path().filename().string());
+  }
+  if (error) {
+    return make_error(ExitCode::error, "cannot read {}: {}", base.string(), error.message());
+  }
+  return names;
+}
+
+bool has_manifest(const fs::path& dir) {
+  return ::access((dir / "manifest").c_str(), F_OK) == 0;
+}
+
+}  // namespace
+
 Result<std::vector<SnapshotInfo>> list_snapshots(const env::Venv& venv) {
   std::vector<SnapshotInfo> out;
   fs::path base = snapshots_dir(venv);
-  std::error_code error;
-  if (!fs::exists(base, error)) return out;
-  for (const auto& entry : fs::directory_iterator(base, error)) {
-    std::string id = entry.path().filename().string();
-    if (!is_safe_id(id) || !fs::exists(entry.path() / "manifest")) continue;
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> names, snapshot_dir_names(base));
+  for (const std::string& id : names) {
+    if (!is_safe_id(id) || !has_manifest(base / id)) continue;
     auto manifest = load_manifest(venv, id);
     if (!manifest) {
       spdlog::warn("skipping snapshot {}: {}", id, manifest.error().message);
       continue;
     }
     out.push_back(manifest->info());
-  }
-  if (error) {
-    return make_error(ExitCode::error, "cannot read {}: {}", base.string(), error.message());
   }
   std::sort(out.begin(), out.end(), [](const SnapshotInfo& a, const SnapshotInfo& b) {
     return std::tie(a.created, a.id) < std::tie(b.created, b.id);
@@ -88,13 +106,9 @@ Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const Ve
   }
   // Garbage: directories without a manifest (an interrupted create, delete or roll back).
   fs::path base = snapshots_dir(venv);
-  std::error_code error;
-  if (fs::exists(base, error)) {
-    for (const auto& entry : fs::directory_iterator(base, error)) {
-      if (!fs::exists(entry.path() / "manifest")) {
-        VENVFIX_TRY(remove_snapshot(venv, entry.path().filename().string()));
-      }
-    }
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> names, snapshot_dir_names(base));
+  for (const std::string& name : names) {
+    if (!has_manifest(base / name)) VENVFIX_TRY(remove_snapshot(venv, name));
   }
   return deleted;
 }

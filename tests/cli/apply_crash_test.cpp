@@ -1,8 +1,11 @@
 // The crash matrix through the real commands: `venvfix apply` (the seed repaired from the
-// loopback index) and `venvfix uninstall` stopped after each journaled event N (a crash-point
-// build, VENVFIX_CRASH_AT=N), then `venvfix recover`. Every crash leaves a venv that refuses
-// other commands until `recover`, and `recover` brings it to exactly the state before the
-// command or exactly the state after it: never a mix.
+// loopback index) and `venvfix uninstall` stopped before each mkdir, rename or unlink N of
+// their transaction (a crash-point build: VENVFIX_CRASH_AT=N, VENVFIX_CRASH_OPS make the
+// binary's StepFs a FaultStepFs that stops there; every write is a crash point in the
+// library-level tests/txn/crash_matrix_test.cpp), then `venvfix recover`. Every crash that leaves a
+// journal leaves a venv that refuses other commands until `recover`, and `recover` brings it to
+// exactly the state before the command or exactly the state after it: never a mix, and never before
+// again once a crash recovered to after.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,7 +18,7 @@
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/base/fs.hpp"
-#include "venvfix/txn/crash_point.hpp"
+#include "venvfix/txn/step_fs.hpp"
 
 namespace venvfix {
 namespace {
@@ -47,7 +50,10 @@ class CrashMatrixCli : public ::testing::Test {
                                      "-q"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::map<std::string, std::string> env = {{"LD_LIBRARY_PATH", ""}};
-    if (crash_at) env["VENVFIX_CRASH_AT"] = std::to_string(*crash_at);
+    if (crash_at) {
+      env["VENVFIX_CRASH_AT"] = std::to_string(*crash_at);
+      env["VENVFIX_CRASH_OPS"] = "make_dir,rename,remove";  // about one crash point per step
+    }
     return venvfix::testing::run_command(argv, env, 300);
   }
 
@@ -55,6 +61,7 @@ class CrashMatrixCli : public ::testing::Test {
     int crashed = 0;
     int before = 0;
     int after = 0;
+    int journaled = 0;  // crashes that left a journal (and a venv that refuses other commands)
   };
 
   // Runs `args` on fresh copies of `scenario`, crashing at event 0, 1, 2, … until the command
@@ -76,8 +83,11 @@ class CrashMatrixCli : public ::testing::Test {
       } else {
         EXPECT_EQ(run.exit_code, txn::k_crash_exit_code) << "event " << n << ": " << run.err;
         ++counts.crashed;
+        // Before journal.json exists, or after it is removed, there is nothing to refuse for.
+        bool journaled = fs::exists(venv / ".venvfix/journal/journal.json");
+        counts.journaled += journaled ? 1 : 0;
         CommandResult blocked = venvfix(venv, {"doctor"});
-        EXPECT_EQ(blocked.exit_code, 6) << "event " << n << ": " << blocked.err;
+        EXPECT_EQ(blocked.exit_code == 6, journaled) << "event " << n << ": " << blocked.err;
         CommandResult recover = venvfix(venv, {"recover"});
         EXPECT_EQ(recover.exit_code, 0) << "event " << n << ": " << recover.err;
         recovered.emplace_back(n, txn::testing::fingerprint(venv));
@@ -90,6 +100,8 @@ class CrashMatrixCli : public ::testing::Test {
     EXPECT_NE(*before, *after) << "the command changed nothing";
     for (const auto& [n, print] : recovered) {
       if (print == *before) {
+        EXPECT_EQ(counts.after, 0)
+            << "a crash before write " << n << " recovered to before after an earlier one to after";
         ++counts.before;
       } else if (print == *after) {
         ++counts.after;
@@ -107,19 +119,25 @@ class CrashMatrixCli : public ::testing::Test {
 
 TEST_F(CrashMatrixCli, ApplyRecoversToBeforeOrAfterAtEveryEvent) {
   Counts counts = run_matrix("seed", {"apply", "--yes"}, 0);
-  std::printf("apply crash matrix: %d crash points, %d recovered to before, %d to after\n",
-              counts.crashed, counts.before, counts.after);
-  EXPECT_GT(counts.crashed, 5);
+  std::printf(
+      "apply crash matrix: %d crash points (%d left a journal), %d recovered to before, %d to "
+      "after\n",
+      counts.crashed, counts.journaled, counts.before, counts.after);
+  EXPECT_GT(counts.journaled, 5);
   EXPECT_GT(counts.before, 0);
+  EXPECT_GT(counts.after, 0);
 }
 
 TEST_F(CrashMatrixCli, UninstallRecoversToBeforeOrAfterAtEveryEvent) {
   // nvidia-cublas (CUDA 13) is the seed's leftover that nothing loads: a removal that goes through.
   Counts counts = run_matrix("seed", {"uninstall", "nvidia-cublas"}, 0);
-  std::printf("uninstall crash matrix: %d crash points, %d recovered to before, %d to after\n",
-              counts.crashed, counts.before, counts.after);
-  EXPECT_GT(counts.crashed, 5);
+  std::printf(
+      "uninstall crash matrix: %d crash points (%d left a journal), %d recovered to before, %d "
+      "to after\n",
+      counts.crashed, counts.journaled, counts.before, counts.after);
+  EXPECT_GT(counts.journaled, 5);
   EXPECT_GT(counts.before, 0);
+  EXPECT_GT(counts.after, 0);
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 #include "venvfix/dist/file_check.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <thread>
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -43,8 +43,16 @@ class DistFileCheck : public ::testing::Test {
     record += "pkg-1.0.dist-info/RECORD,,\n";
     write_text(site / "pkg-1.0.dist-info" / "METADATA", "Name: pkg\nVersion: 1.0\n");
     write_text(site / "pkg-1.0.dist-info" / "RECORD", record);
-    // Hashes are cached only for files older than the filesystem clock's tick.
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // Hashes are cached only for files older than the filesystem clock's tick: the caches of
+    // these tests read a clock 10 s after the venv was written instead of waiting for it.
+    m_later = realtime_ns() + 10'000'000'000;
+  }
+
+  // The venv's hash cache, reading the clock 10 s after SetUp.
+  HashCache load_cache() {
+    HashCache cache = HashCache::load_for(m_venv.state_dir());
+    cache.set_clock([at = m_later] { return at; });
+    return cache;
   }
 
   Inventory inventory() {
@@ -61,6 +69,7 @@ class DistFileCheck : public ::testing::Test {
   }
 
   std::optional<TempDir> m_dir;
+  std::int64_t m_later = 0;
   env::Venv m_venv;
   fs::path root;
   fs::path site;
@@ -152,7 +161,7 @@ TEST_F(DistFileCheck, CacheAnswersTheSecondRunWithoutReading) {
   Inventory inv = inventory();
   auto requests = all_entries(inv);
   {
-    HashCache cache = HashCache::load_for(m_venv.state_dir());
+    HashCache cache = load_cache();
     EXPECT_EQ(cache.size(), 0u);
     FileCheckReport first = check_files(inv, requests, HashPolicy::full, {}, &cache);
     EXPECT_EQ(first.files_hashed, 4u);
@@ -167,7 +176,7 @@ TEST_F(DistFileCheck, CacheAnswersTheSecondRunWithoutReading) {
   // The second run reads no byte of any file: every hash comes from the cache. (Making a file
   // unreadable to prove it would change its ctime, hence its identity, and rightly force a
   // rehash; the counters are the proof instead.)
-  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  HashCache cache = load_cache();
   EXPECT_EQ(cache.size(), 4u);
   FileCheckReport second = check_files(inv, requests, HashPolicy::full, {}, &cache);
   EXPECT_EQ(second.files_hashed, 0u);
@@ -185,14 +194,25 @@ TEST_F(DistFileCheck, CacheAnswersTheSecondRunWithoutReading) {
 TEST_F(DistFileCheck, ChangedFileWithSameSizeIsRehashed) {
   Inventory inv = inventory();
   auto requests = all_entries(inv);
-  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  HashCache cache = load_cache();
   (void)check_files(inv, requests, HashPolicy::full, {}, &cache);
   ASSERT_TRUE(cache.save());
 
-  // Same size, new bytes, written in place (same inode): mtime and ctime move.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  write_text(site / "pkg/lib/libtwo.so.2", std::string(5000, 'x'));
+  // Same size, new bytes, written in place (same inode): mtime and ctime move. The mtime is
+  // set one second on, so that the identity changes even within one kernel clock tick.
+  fs::path two = site / "pkg/lib/libtwo.so.2";
+  auto old = file_identity(two);
+  ASSERT_TRUE(old);
+  write_text(two, std::string(5000, 'x'));
+  struct timespec times[2] = {{0, UTIME_OMIT},
+                              {static_cast<time_t>(old->mtime_ns / 1'000'000'000 + 1),
+                               static_cast<long>(old->mtime_ns % 1'000'000'000)}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, two.c_str(), times, 0), 0);
+  auto rewritten = file_identity(two);
+  ASSERT_TRUE(rewritten);
   HashCache reloaded = HashCache::load_for(m_venv.state_dir());
+  // The check starts 50 ms after the rewrite: within the racy margin.
+  reloaded.set_clock([at = rewritten->ctime_ns + 50'000'000] { return at; });
   FileCheckReport report = check_files(inv, requests, HashPolicy::full, {}, &reloaded);
   EXPECT_EQ(report.files_hashed, 1u);
   EXPECT_EQ(report.bytes_hashed, 5000u);
@@ -205,7 +225,7 @@ TEST_F(DistFileCheck, ChangedFileWithSameSizeIsRehashed) {
 TEST_F(DistFileCheck, CorruptCacheIsIgnoredAndRebuilt) {
   Inventory inv = inventory();
   auto requests = all_entries(inv);
-  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  HashCache cache = load_cache();
   (void)check_files(inv, requests, HashPolicy::full, {}, &cache);
   ASSERT_TRUE(cache.save());
   const fs::path file = root / ".venvfix" / "hash-cache-v1";
@@ -226,6 +246,7 @@ TEST_F(DistFileCheck, CorruptCacheIsIgnoredAndRebuilt) {
   for (const std::string& corrupt : corruptions) {
     write_text(file, corrupt);
     HashCache loaded = HashCache::load(file);
+    loaded.set_clock([at = m_later] { return at; });
     EXPECT_TRUE(loaded.was_corrupt()) << corrupt.size();
     EXPECT_EQ(loaded.size(), 0u);
     FileCheckReport report = check_files(inv, requests, HashPolicy::full, {}, &loaded);
@@ -238,7 +259,7 @@ TEST_F(DistFileCheck, CorruptCacheIsIgnoredAndRebuilt) {
 
 TEST_F(DistFileCheck, ReadOnlyVenvSkipsTheSaveSilently) {
   Inventory inv = inventory();
-  HashCache cache = HashCache::load_for(m_venv.state_dir());
+  HashCache cache = load_cache();
   (void)check_files(inv, all_entries(inv), HashPolicy::full, {}, &cache);
   ASSERT_TRUE(cache.dirty());
   // The venv root is made read-only; root ignores permission bits, so the save then runs in a
@@ -264,6 +285,29 @@ TEST_F(DistFileCheck, ReadOnlyVenvSkipsTheSaveSilently) {
   ::chmod(root.c_str(), 0755);
   EXPECT_EQ(code, 0) << "10: cannot drop root, 11: save failed, 12: it wrote";
   EXPECT_FALSE(fs::exists(root / ".venvfix"));
+}
+
+// The racy rule through check_files, with the clock the cache is given: a file is remembered
+// only once the check starts more than the margin after its last change.
+TEST_F(DistFileCheck, RecentFilesAreNotRememberedUntilTheClockPassesTheMargin) {
+  Inventory inv = inventory();
+  auto requests = all_entries(inv);
+  std::int64_t newest = 0;
+  for (const auto& [path, content] : files) {
+    auto id = file_identity(site / path);
+    ASSERT_TRUE(id);
+    newest = std::max({newest, id->mtime_ns, id->ctime_ns});
+  }
+  HashCache soon = HashCache::load_for(m_venv.state_dir());
+  soon.set_clock([at = newest + 10'000'000] { return at; });  // 10 ms later
+  (void)check_files(inv, requests, HashPolicy::full, {}, &soon);
+  EXPECT_FALSE(soon.dirty());
+  EXPECT_EQ(soon.size(), 0u);
+  HashCache later = HashCache::load_for(m_venv.state_dir());
+  later.set_clock([at = newest + 200'000'000] { return at; });  // 200 ms later
+  (void)check_files(inv, requests, HashPolicy::full, {}, &later);
+  EXPECT_TRUE(later.dirty());
+  EXPECT_EQ(later.size(), 4u);
 }
 
 TEST(DistHashCache, EncodeDecodeRoundTrip) {

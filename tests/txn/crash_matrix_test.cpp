@@ -1,6 +1,7 @@
-// Crash matrix: a transaction stopped (_exit) after each journaled event N, and killed with
-// SIGKILL at random moments; after `recover` the venv must be exactly the state before or the
-// state after, never a mix. The transaction runs in a forked child of the test process.
+// Crash matrix: a transaction stopped (_exit, by a FaultStepFs) before each of its writes N,
+// and killed with SIGKILL at random moments; after `recover` the venv must be exactly the
+// state before or the state after, never a mix. The transaction runs in a forked child of the
+// test process.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,10 +13,12 @@
 #include <random>
 #include <thread>
 
+#include "txn/fault_fs_support.hpp"
 #include "txn/txn_test_support.hpp"
-#include "venvfix/txn/crash_point.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/recover.hpp"
+#include "venvfix/txn/snapshot.hpp"
+#include "venvfix/txn/step_fs.hpp"
 #include "venvfix/txn/transaction.hpp"
 
 namespace venvfix::txn {
@@ -66,15 +69,17 @@ ChangeSet bulk_changes(const env::Venv& venv, int extra) {
   return changes;
 }
 
-// Runs the transaction in a child; returns its exit status (or 128+signal).
-int transaction_in_child(const env::Venv& venv, const ChangeSet& changes, long crash_at,
+// Runs the transaction in a child that stops before its write number `crash_at`
+// (FaultStepFs::never: runs to the end); returns its exit status (or 128+signal).
+int transaction_in_child(const env::Venv& venv, const ChangeSet& changes, std::size_t crash_at,
                          pid_t* child_pid = nullptr, bool wait_for_child = true) {
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (crash_at >= 0) ::setenv("VENVFIX_CRASH_AT", std::to_string(crash_at).c_str(), 1);
+    RealStepFs real;
+    FaultStepFs disk(real, crash_at, FaultStepFs::Fault::crash);
     auto lock = VenvLock::acquire(venv, LockWait::wait);
     if (!lock) ::_exit(2);
-    auto txn = Transaction::begin(venv, *lock, changes);
+    auto txn = Transaction::begin(venv, *lock, changes, disk);
     if (!txn) ::_exit(3);
     if (!txn->execute()) ::_exit(4);
     if (!txn->commit(KeepSnapshot::yes)) ::_exit(5);
@@ -123,35 +128,156 @@ class TxnCrashMatrix : public ::testing::Test {
   }
   Fingerprint after_print(int extra) {
     env::Venv venv = fresh(extra, nullptr);
-    EXPECT_EQ(transaction_in_child(venv, bulk_changes(venv, extra), -1), 0);
+    EXPECT_EQ(transaction_in_child(venv, bulk_changes(venv, extra), FaultStepFs::never), 0);
     return fingerprint(venv);
   }
   std::optional<TempDir> m_dir;
   int m_count = 0;
 };
 
+// Every write of the transaction (journal, each step, fsyncs, commit marker, cleanup) is a
+// crash point: a crash before the commit marker's rename recovers to before, one after it to
+// after.
 TEST_F(TxnCrashMatrix, EveryJournaledEvent) {
-  if (!crash_points_compiled()) GTEST_SKIP() << "built without -DVENVFIX_CRASH_POINTS=ON";
   constexpr int k_extra = 12;
   Fingerprint after = after_print(k_extra);
-  int crashed = 0;
+  testing::RecordedRun recorded;
+  {
+    env::Venv venv = fresh(k_extra, nullptr);
+    recorded = testing::record_transaction(venv, bulk_changes(venv, k_extra));
+    ASSERT_EQ(fingerprint(venv), after);
+  }
+  const std::size_t writes = recorded.records.size();
+  ASSERT_GT(recorded.steps.size(), 20u);
   int befores = 0;
   int afters = 0;
-  for (long n = 0; n < 1000; ++n) {
+  for (std::size_t n = 0; n <= writes; ++n) {
     Fingerprint before;
     env::Venv venv = fresh(k_extra, &before);
     int status = transaction_in_child(venv, bulk_changes(venv, k_extra), n);
-    if (status == 0) break;  // past the last event: the transaction completed
-    ASSERT_EQ(status, k_crash_exit_code) << "crash point " << n;
-    ++crashed;
+    if (n == writes) {
+      EXPECT_EQ(status, 0) << "the transaction made more writes than the recorded run";
+      break;
+    }
+    ASSERT_EQ(status, k_crash_exit_code) << "crash before write " << n;
     Outcome outcome = recover_and_classify(venv, before, after);
+    Outcome expected = n <= recorded.commit_at ? Outcome::before : Outcome::after;
+    EXPECT_EQ(outcome, expected) << "crash before write " << n << " ("
+                                 << to_string(recorded.records[n].op) << " "
+                                 << recorded.records[n].path << ")";
     (outcome == Outcome::before ? befores : afters) += outcome == Outcome::mix ? 0 : 1;
-    // Every event before the commit marker must roll back; the marker and after, complete.
   }
-  std::printf("crash matrix: %d crash points, %d recovered to before, %d to after\n", crashed,
-              befores, afters);
-  EXPECT_GT(crashed, 20);
-  EXPECT_EQ(afters, 1);  // only the crash right after the commit marker
+  std::printf(
+      "crash matrix: %zu steps, %zu writes (commit marker at %zu): %d recovered to before, %d to "
+      "after\n",
+      recorded.steps.size(), writes, recorded.commit_at, befores, afters);
+  EXPECT_EQ(static_cast<std::size_t>(befores + afters), writes);
+}
+
+// A restore of a whole-venv snapshot (kept, so relinked after its commit) stopped before each
+// of its writes: the same rule through restore_snapshot, in every build (the `venvfix rollback`
+// matrix in tests/cli/recover_test.cpp needs a crash-point build).
+TEST_F(TxnCrashMatrix, TreeSnapshotRestoreAtEveryWrite) {
+  // A venv with a tree snapshot ("target"), then changed as pip would change it ("current").
+  auto setup = [&](std::string* id, Fingerprint* target) {
+    env::Venv venv = fresh(6, target);
+    auto lock = VenvLock::acquire(venv, LockWait::fail);
+    EXPECT_TRUE(lock);
+    auto info = create_snapshot(venv, *lock, "crash matrix");
+    EXPECT_TRUE(info) << info.error().message;
+    *id = info->id;
+    fs::path site = venv.root / k_site;
+    fs::remove_all(site / "bulk1");
+    fs::remove(site / "pkg/__init__.py");
+    write_text(site / "pkg/__init__.py", "other\n");
+    write_text(site / "added/x.py", "x");
+    return venv;
+  };
+  auto restore = [](const env::Venv& venv, const std::string& id, StepFs& disk) {
+    auto lock = VenvLock::acquire(venv, LockWait::wait);
+    return lock && restore_snapshot(venv, *lock, id, KeepSnapshot::no, disk);
+  };
+  std::string id;
+  Fingerprint target;
+  std::vector<FaultStepFs::Record> records;
+  {
+    env::Venv venv = setup(&id, &target);
+    RealStepFs real;
+    FaultStepFs recorder(real, FaultStepFs::never, FaultStepFs::Fault::crash);
+    ASSERT_TRUE(restore(venv, id, recorder));
+    ASSERT_EQ(fingerprint(venv), target);
+    records = recorder.records();
+  }
+  std::size_t commit_at = testing::commit_point(records);
+  ASSERT_LT(commit_at, records.size());
+  int befores = 0;
+  int afters = 0;
+  for (std::size_t n = 0; n < records.size(); ++n) {
+    env::Venv venv = setup(&id, &target);
+    Fingerprint current = fingerprint(venv);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      RealStepFs real;
+      FaultStepFs disk(real, n, FaultStepFs::Fault::crash);
+      ::_exit(restore(venv, id, disk) ? 0 : 3);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == k_crash_exit_code) << "write " << n;
+    Outcome outcome = recover_and_classify(venv, current, target);
+    EXPECT_EQ(outcome, n <= commit_at ? Outcome::before : Outcome::after)
+        << "crash before write " << n << " (" << to_string(records[n].op) << " " << records[n].path
+        << ")";
+    if (outcome == Outcome::before) ++befores;
+    if (outcome == Outcome::after) ++afters;
+  }
+  std::printf("tree snapshot restore crash matrix: %zu writes, %d before, %d after\n",
+              records.size(), befores, afters);
+  EXPECT_EQ(static_cast<std::size_t>(befores + afters), records.size());
+}
+
+// `recover` is idempotent: a recover stopped before each of its own writes, then a second
+// recover, still ends exactly before (a transaction crashed mid-execute) or exactly after (one
+// crashed in its cleanup).
+TEST_F(TxnCrashMatrix, RecoverItselfStoppedAtEveryWrite) {
+  constexpr int k_extra = 6;
+  Fingerprint after = after_print(k_extra);
+  testing::RecordedRun recorded;
+  {
+    env::Venv venv = fresh(k_extra, nullptr);
+    recorded = testing::record_transaction(venv, bulk_changes(venv, k_extra));
+  }
+  const std::size_t mid_execute =
+      recorded.execute_from + (recorded.commit_at - recorded.execute_from) / 2;
+  for (std::size_t crash_at : {mid_execute, recorded.commit_at + 2}) {
+    bool committed = crash_at > recorded.commit_at;
+    int recovers = 0;
+    for (std::size_t n = 0;; ++n) {
+      Fingerprint before;
+      env::Venv venv = fresh(k_extra, &before);
+      ASSERT_EQ(transaction_in_child(venv, bulk_changes(venv, k_extra), crash_at),
+                k_crash_exit_code);
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        RealStepFs real;
+        FaultStepFs disk(real, n, FaultStepFs::Fault::crash);
+        auto lock = VenvLock::acquire(venv, LockWait::wait);
+        ::_exit(lock && recover(venv, *lock, disk) ? 0 : 3);
+      }
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      ASSERT_TRUE(WIFEXITED(status));
+      Outcome outcome = recover_and_classify(venv, before, after);
+      EXPECT_EQ(outcome, committed ? Outcome::after : Outcome::before)
+          << "recover stopped before its write " << n;
+      if (WEXITSTATUS(status) == 0) break;  // past its last write
+      ASSERT_EQ(WEXITSTATUS(status), k_crash_exit_code);
+      ++recovers;
+    }
+    std::printf("recover of a transaction stopped before write %zu (%s): %d crash points\n",
+                crash_at, committed ? "after the commit" : "mid-execute", recovers);
+    EXPECT_GT(recovers, committed ? 1 : 5);
+  }
 }
 
 TEST_F(TxnCrashMatrix, KillAtRandomMoments) {
@@ -164,7 +290,7 @@ TEST_F(TxnCrashMatrix, KillAtRandomMoments) {
     env::Venv venv = fresh(k_extra, nullptr);
     ChangeSet changes = bulk_changes(venv, k_extra);
     start = std::chrono::steady_clock::now();
-    ASSERT_EQ(transaction_in_child(venv, changes, -1), 0);
+    ASSERT_EQ(transaction_in_child(venv, changes, FaultStepFs::never), 0);
   }
   auto span = std::chrono::duration_cast<std::chrono::microseconds>(
                   std::chrono::steady_clock::now() - start)
@@ -177,7 +303,7 @@ TEST_F(TxnCrashMatrix, KillAtRandomMoments) {
     env::Venv venv = fresh(k_extra, &before);
     ChangeSet changes = bulk_changes(venv, k_extra);
     pid_t pid = -1;
-    transaction_in_child(venv, changes, -1, &pid, false);
+    transaction_in_child(venv, changes, FaultStepFs::never, &pid, false);
     std::this_thread::sleep_for(std::chrono::microseconds(delay(random)));
     ::kill(pid, SIGKILL);
     int status = 0;

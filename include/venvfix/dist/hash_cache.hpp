@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 
@@ -16,6 +17,12 @@
 namespace venvfix::dist {
 
 namespace fs = std::filesystem;
+
+// Wall-clock time in nanoseconds since the epoch. The racy-timestamp rule compares file
+// timestamps with it, so tests pass a fixed one instead of waiting for the real clock to move.
+using WallClock = std::function<std::int64_t()>;
+// CLOCK_REALTIME: the default clock of every HashCache.
+std::int64_t realtime_ns();
 
 class HashCache {
  public:
@@ -36,9 +43,13 @@ class HashCache {
   // Remembers a digest. Returns false (and remembers nothing) when the file was changed too
   // recently to trust its timestamps: a write within the same filesystem clock tick as the
   // hash would leave the identity unchanged ("racy" entries, as git calls them).
-  // `hashed_at_ns` is CLOCK_REALTIME when the read started.
+  // `hashed_at_ns` is now_ns() when the read started.
   bool remember(const FileIdentity& identity, const Sha256Digest& digest,
                 std::int64_t hashed_at_ns);
+
+  // The clock remember()'s callers read (realtime_ns unless set); called from several threads.
+  void set_clock(WallClock clock) { m_clock = std::move(clock); }
+  std::int64_t now_ns() const { return m_clock(); }
 
   // Writes the cache if anything was remembered since it was loaded; otherwise does nothing.
   // When the venv (or its .venvfix directory) is not writable the save is skipped silently
@@ -75,6 +86,7 @@ class HashCache {
   static Key key_of(const FileIdentity& identity);
 
   fs::path m_file;
+  WallClock m_clock = realtime_ns;
   std::unordered_map<Key, Entry, KeyHash> m_entries;
   bool m_dirty = false;
   bool m_corrupt = false;

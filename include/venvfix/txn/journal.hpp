@@ -16,6 +16,7 @@
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/env/venv.hpp"
+#include "venvfix/txn/step_fs.hpp"
 #include "venvfix/txn/transaction.hpp"
 
 namespace venvfix::txn {
@@ -59,18 +60,19 @@ std::string to_json_text(const Journal& journal);
 // Parses and validates (paths relative and inside the venv); errors name `source`.
 Result<Journal> parse_journal(std::string_view text, std::string_view source);
 
-// Writes journal.json (fsync'd) and fsyncs its directory and <venv>/.venvfix.
-Status write_journal(const env::Venv& venv, const Journal& journal);
+// Writes journal.json (fsync'd) and fsyncs its directory and <venv>/.venvfix. The writes here
+// go through `fs` (step_fs.hpp), the reads do not.
+Status write_journal(StepFs& disk, const env::Venv& venv, const Journal& journal);
 // nullopt when no journal exists.
 Result<std::optional<Journal>> read_journal(const env::Venv& venv);
 
 // The commit marker (atomic write + directory fsync) and reading it back (nullopt: none).
-Status write_commit_marker(const env::Venv& venv, KeepSnapshot keep);
+Status write_commit_marker(StepFs& disk, const env::Venv& venv, KeepSnapshot keep);
 Result<std::optional<KeepSnapshot>> read_commit_marker(const env::Venv& venv);
 
 // Removes journal.json first (the point after which the transaction is over), then the rest
 // of the journal directory.
-Status remove_journal(const env::Venv& venv);
+Status remove_journal(StepFs& disk, const env::Venv& venv);
 
 // "20261129T223000Z-1a2b3c": sortable by time, unique in practice (pid and a counter).
 std::string new_id();

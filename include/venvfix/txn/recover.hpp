@@ -6,6 +6,7 @@
 #include "venvfix/base/result.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
+#include "venvfix/txn/step_fs.hpp"
 
 namespace venvfix::txn {
 
@@ -23,7 +24,9 @@ struct RecoverReport {
 
 // Without a commit marker: undoes every step that ran (each decided from the filesystem),
 // removes staging and the transaction's snapshot. With one: removes what commit() would have.
-// Idempotent: a crash during recover is recovered by running it again.
-Result<RecoverReport> recover(const env::Venv& venv, const VenvLock& lock);
+// Idempotent: a crash during recover is recovered by running it again. Writes go through
+// `disk`.
+Result<RecoverReport> recover(const env::Venv& venv, const VenvLock& lock,
+                              StepFs& disk = default_step_fs());
 
 }  // namespace venvfix::txn

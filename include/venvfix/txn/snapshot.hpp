@@ -52,9 +52,10 @@ Result<SnapshotInfo> find_snapshot(const env::Venv& venv, const std::optional<st
 // changed) when a hard-linked file was changed in place, naming it. A tree snapshot is kept
 // (restorable again); a transaction snapshot is used up. With KeepSnapshot::yes what the restore
 // replaced is kept as a new transaction snapshot (its id returned), so the rollback itself can be
-// rolled back.
+// rolled back. The transaction's writes go through `disk`.
 Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const VenvLock& lock,
-                                                    const std::string& id, KeepSnapshot keep);
+                                                    const std::string& id, KeepSnapshot keep,
+                                                    StepFs& disk = default_step_fs());
 // restore_snapshot without keeping the replaced state.
 Status rollback_to(const env::Venv& venv, const VenvLock& lock, const std::string& id);
 

@@ -18,6 +18,7 @@
 #include "venvfix/base/result.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
+#include "venvfix/txn/step_fs.hpp"
 
 namespace venvfix::txn {
 
@@ -63,13 +64,16 @@ class Transaction {
   // Checks the change set (every `add` path is a file or symlink in staging, no path escapes
   // the venv, no file turns into a directory or back), refuses over an unfinished transaction
   // (ExitCode::locked), writes the journal (<venv>/.venvfix/journal/) and makes it and the
-  // staged files durable. Nothing in the venv moves yet.
-  static Result<Transaction> begin(const env::Venv& venv, const VenvLock& lock, ChangeSet changes);
+  // staged files durable. Nothing in the venv moves yet. Every write of the transaction (its
+  // steps, journal, fsyncs, commit and roll back) goes through `disk`, which must outlive it.
+  static Result<Transaction> begin(const env::Venv& venv, const VenvLock& lock, ChangeSet changes,
+                                   StepFs& disk = default_step_fs());
   // begin() for a snapshot restore: `changes.staging` is the snapshot's files/ directory
   // (kept on roll back) and a successful commit deletes the snapshot `consumes`.
   static Result<Transaction> begin_consuming(const env::Venv& venv, const VenvLock& lock,
                                              ChangeSet changes, const DirectoryChanges& dirs,
-                                             const std::string& consumes);
+                                             const std::string& consumes,
+                                             StepFs& disk = default_step_fs());
 
   Transaction(Transaction&& other) noexcept;
   Transaction& operator=(Transaction&&) = delete;

@@ -1,0 +1,122 @@
+#include "venvfix/txn/step_fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+namespace venvfix::txn {
+
+namespace {
+
+int errno_unless(bool done) {
+  return done ? 0 : errno;
+}
+
+// unlinkat(2) of a whole tree, relative to dirfd; an absent tree is not an error. Keeps going
+// after a failure and returns the first errno.
+int remove_tree_fd(int dirfd, const std::string& path) {
+  if (::unlinkat(dirfd, path.c_str(), 0) == 0 || errno == ENOENT) return 0;
+  if (errno != EISDIR) return errno;
+  int fd = ::openat(dirfd, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? 0 : errno;
+  DIR* stream = ::fdopendir(fd);
+  if (stream == nullptr) {
+    int error = errno;
+    ::close(fd);
+    return error;
+  }
+  int first = 0;
+  while (dirent* entry = ::readdir(stream)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    int error = remove_tree_fd(::dirfd(stream), name);
+    if (first == 0) first = error;
+  }
+  ::closedir(stream);
+  if (first != 0) return first;
+  return errno_unless(::unlinkat(dirfd, path.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT);
+}
+
+}  // namespace
+
+int RealStepFs::make_dir(int dirfd, const std::string& path, mode_t mode) {
+  return errno_unless(::mkdirat(dirfd, path.c_str(), mode) == 0);
+}
+
+int RealStepFs::set_mode(int dirfd, const std::string& path, mode_t mode) {
+  return errno_unless(::fchmodat(dirfd, path.c_str(), mode, 0) == 0);
+}
+
+int RealStepFs::rename(int dirfd, const std::string& from, const std::string& to) {
+  return errno_unless(::renameat(dirfd, from.c_str(), dirfd, to.c_str()) == 0);
+}
+
+int RealStepFs::link(int dirfd, const std::string& from, const std::string& to) {
+  return errno_unless(::linkat(dirfd, from.c_str(), dirfd, to.c_str(), 0) == 0);
+}
+
+int RealStepFs::symlink(const std::string& target, int dirfd, const std::string& path) {
+  return errno_unless(::symlinkat(target.c_str(), dirfd, path.c_str()) == 0);
+}
+
+int RealStepFs::remove(int dirfd, const std::string& path, Remove what) {
+  switch (what) {
+    case Remove::file:
+      return errno_unless(::unlinkat(dirfd, path.c_str(), 0) == 0);
+    case Remove::empty_dir:
+      return errno_unless(::unlinkat(dirfd, path.c_str(), AT_REMOVEDIR) == 0);
+    case Remove::tree:
+      return remove_tree_fd(dirfd, path);
+  }
+  return EINVAL;
+}
+
+int RealStepFs::write(int dirfd, const std::string& path, std::string_view data, mode_t mode) {
+  int fd = ::openat(dirfd, path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return errno;
+  Fd owned(fd);
+  std::size_t written = 0;
+  while (written < data.size()) {
+    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  return errno_unless(::fsync(fd) == 0);
+}
+
+int RealStepFs::sync(int dirfd, const std::string& path, Sync what) {
+  int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (what == Sync::directory ? O_DIRECTORY : 0);
+  int fd = ::openat(dirfd, path.empty() ? "." : path.c_str(), flags);
+  if (fd < 0) return errno;
+  Fd owned(fd);
+  return errno_unless((what == Sync::directory ? ::fsync(fd) : ::fdatasync(fd)) == 0);
+}
+
+int RealStepFs::sync_fs(int dirfd) {
+  return errno_unless(::syncfs(dirfd) == 0);
+}
+
+Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, mode_t mode) {
+  std::string temporary = fmt::format("{}.tmp-{}", path.string(), ::getpid());
+  int error = disk.write(AT_FDCWD, temporary, data, mode);
+  if (error == 0) error = disk.rename(AT_FDCWD, temporary, path.string());
+  if (error != 0) {
+    (void)disk.remove(AT_FDCWD, temporary, StepFs::Remove::file);
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(error));
+  }
+  fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (int synced = disk.sync(AT_FDCWD, dir.string(), StepFs::Sync::directory); synced != 0) {
+    return make_error(ExitCode::error, "{}: fsync: {}", dir.string(), errno_message(synced));
+  }
+  return ok();
+}
+
+}  // namespace venvfix::txn
