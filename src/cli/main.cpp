@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   add_run_command(app, context);
   add_apply_command(app, context);
   add_uninstall_command(app, context);
+  add_load_check_command(app, context);
 
   try {
     app.parse(argc, argv);
