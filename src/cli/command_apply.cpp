@@ -131,7 +131,7 @@ void add_apply_command(CLI::App& app, CommandContext& context) {
   sub->add_option("--target", args->targets,
                   "Distribution whose libraries must load (repeatable; without PLAN)");
   sub->add_option("--load-timeout", args->load_timeout, "Seconds the library load check may take")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--link-mode", args->link_mode,
                   "How wheels already unpacked in the cache are installed: hardlink (default, "
                   "as uv) or copy (a reflink clone where possible: no inode shared with the "
