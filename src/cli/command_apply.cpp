@@ -1,6 +1,5 @@
 // venvfix apply: carry out a plan as one transaction (no PLAN: plan first, show it, ask on a
-// terminal). Also the hidden helper the transaction's load check runs (`venvfix __load-check`,
-// include/venvfix/apply/load_check.hpp).
+// terminal).
 #include <unistd.h>
 
 #include <iostream>
@@ -12,7 +11,6 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/apply.hpp"
-#include "venvfix/apply/load_check.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/index/client.hpp"
 #include "venvfix/plan/planner.hpp"
@@ -116,24 +114,6 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
   return 0;
 }
 
-struct LoadCheckArgs {
-  std::vector<std::string> preload;
-  std::vector<std::string> files;
-};
-
-void add_load_check_helper(CLI::App& app, CommandContext& context) {
-  auto args = std::make_shared<LoadCheckArgs>();
-  CLI::App* sub = app.add_subcommand("__load-check", "dlopen each FILE in a process of its own");
-  sub->group("");  // internal: not in --help
-  sub->add_option("--preload", args->preload, "Load first with RTLD_GLOBAL (failures ignored)");
-  sub->add_option("files", args->files, "Libraries to dlopen")->required();
-  sub->callback([&context, args] {
-    context.run = [args]() -> Result<int> {
-      return apply::load_check_helper(args->preload, args->files);
-    };
-  });
-}
-
 }  // namespace
 
 void add_apply_command(CLI::App& app, CommandContext& context) {
@@ -151,7 +131,7 @@ void add_apply_command(CLI::App& app, CommandContext& context) {
   sub->add_option("--target", args->targets,
                   "Distribution whose libraries must load (repeatable; without PLAN)");
   sub->add_option("--load-timeout", args->load_timeout, "Seconds the library load check may take")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--link-mode", args->link_mode,
                   "How wheels already unpacked in the cache are installed: hardlink (default, "
                   "as uv) or copy (a reflink clone where possible: no inode shared with the "
@@ -166,7 +146,6 @@ void add_apply_command(CLI::App& app, CommandContext& context) {
   sub->callback([&context, args] {
     context.run = [&context, args] { return run_apply(context.options, *args); };
   });
-  add_load_check_helper(app, context);
 }
 
 }  // namespace venvfix::cli

@@ -110,7 +110,7 @@ void add_doctor_command(CLI::App& app, CommandContext& context) {
       ->each([args](const std::string&) { args->probe = true; });
   sub->add_option("--probe-timeout", args->probe_timeout,
                   "Seconds the probe may take (default 120)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->footer(
       "Exit codes: 0 healthy, 3 problems found (--strict: or warnings; --probe: or the import "
       "failed), 1/2 errors.");

@@ -1,19 +1,17 @@
 // venvfix uninstall: uninstall the way pip does, as a transaction, refusing (exit 3) when the
 // removal would leave a problem for a target unless --repair (plan the reinstall into the same
-// transaction) or --force (remove anyway).
+// transaction) or --force (remove anyway); the rule is plan::plan_uninstall's.
 #include <iostream>
 #include <memory>
-#include <set>
 
-#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/apply.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/index/client.hpp"
-#include "venvfix/pep/name.hpp"
-#include "venvfix/plan/planner.hpp"
+#include "venvfix/plan/uninstall.hpp"
 
 namespace venvfix::cli {
 
@@ -30,42 +28,6 @@ struct UninstallArgs {
   TransactionProbeArgs probe;
 };
 
-// What the removal would break, in the planner's words: the repairs it needs (which soname,
-// which consumer, which distribution still needs the file) and the problems no repair can fix.
-// Problems the venv already had are not the removal's doing and are left out.
-struct Breakage {
-  std::vector<std::string> repairs;
-  std::vector<std::string> unrepairable;
-  bool empty() const { return repairs.empty() && unrepairable.empty(); }
-};
-
-Breakage breakage(const plan::Plan& plan, const verify::Analysis& analysis) {
-  std::set<std::string> existing;
-  for (const verify::Finding& finding : analysis.findings) {
-    if (finding.severity != verify::Severity::problem) continue;
-    if (!finding.soname.empty()) existing.insert("soname " + finding.soname);
-    if (!finding.dist.empty()) existing.insert("dist " + pep::normalize_name(finding.dist));
-  }
-  Breakage out;
-  for (const plan::Action& action : plan.actions) {
-    if (action.kind == plan::ActionKind::install) {
-      out.repairs.push_back(
-          fmt::format("needs {} {} reinstalled: {}", action.dist, action.version, action.reason));
-    }
-  }
-  for (const nlohmann::json& entry : plan.unresolved) {
-    if (!entry.is_object()) continue;
-    std::string soname = entry.value("soname", std::string());
-    std::string dist = entry.value("dist", std::string());
-    if ((!soname.empty() && existing.count("soname " + soname)) ||
-        (!dist.empty() && existing.count("dist " + pep::normalize_name(dist)))) {
-      continue;
-    }
-    out.unrepairable.push_back(entry.value("message", entry.dump()));
-  }
-  return out;
-}
-
 Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& args) {
   VENVFIX_TRY_ASSIGN(Session session, open_session(options));
   VENVFIX_TRY_ASSIGN(
@@ -76,42 +38,25 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
   analysis_options.targets = args.targets;
   VENVFIX_TRY_ASSIGN(verify::Analysis analysis, verify::analyze(session.venv, session.manifests,
                                                                 session.system, analysis_options));
-  plan::PlanOptions plan_options;
-  plan_options.uninstall = args.dists;
-  VENVFIX_TRY_ASSIGN(plan::Plan plan,
-                     plan::make_plan(analysis, session.manifests, index, plan_options));
+  const plan::UninstallMode mode = args.force    ? plan::UninstallMode::force
+                                   : args.repair ? plan::UninstallMode::repair
+                                                 : plan::UninstallMode::refuse;
+  VENVFIX_TRY_ASSIGN(plan::UninstallPlan uninstall,
+                     plan::plan_uninstall(analysis, session.manifests, index, args.dists, mode));
 
-  const std::string names = join(args.dists, ", ");
-  const Breakage broken = breakage(plan, analysis);
   apply::ApplyOptions apply_options;
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
   apply_options.probe = transaction_probe(options, args.probe);
   apply_options.reason = "uninstall " + join(args.dists, " ");
-  if (!broken.empty()) {
-    if (args.force) {
-      // Only the removals; verification is reported, never rolled back on.
-      std::erase_if(plan.actions,
-                    [](const plan::Action& a) { return a.kind != plan::ActionKind::remove; });
-      apply_options.verify = apply::VerifyMode::report;
-      for (const std::string& line : broken.repairs) spdlog::warn("--force: {}", line);
-      for (const std::string& line : broken.unrepairable) spdlog::warn("--force: {}", line);
-    } else if (!args.repair || !broken.unrepairable.empty()) {
-      std::vector<std::string> lines = broken.repairs;
-      lines.insert(lines.end(), broken.unrepairable.begin(), broken.unrepairable.end());
-      return make_error(ExitCode::problems,
-                        "uninstalling {} would leave a problem for {}: {}; {}; the venv is "
-                        "unchanged",
-                        names, analysis.target_names(), join(lines, "; "),
-                        broken.unrepairable.empty()
-                            ? "--repair reinstalls what it breaks in the same transaction, "
-                              "--force uninstalls anyway"
-                            : "no repair can fix that; --force uninstalls anyway");
-    }
+  if (mode == plan::UninstallMode::force && !uninstall.breaks.empty()) {
+    // What it breaks stays broken: verification is reported, never rolled back on.
+    apply_options.verify = apply::VerifyMode::report;
+    for (const plan::Break& broken : uninstall.breaks) spdlog::warn("--force: {}", broken.message);
   }
   VENVFIX_TRY_ASSIGN(apply::ApplyReport report,
-                     apply::apply_plan(session.venv, lock, plan, session.manifests, session.system,
-                                       index.downloader(), apply_options));
+                     apply::apply_plan(session.venv, lock, uninstall.plan, session.manifests,
+                                       session.system, index.downloader(), apply_options));
   if (options.json) {
     std::cout << apply::apply_json(report, "uninstall").dump(2) << "\n";
   } else {

@@ -1,5 +1,7 @@
 #include "cli/global_options.hpp"
 
+#include <cstdlib>
+
 namespace venvfix::cli {
 
 Verbosity GlobalOptions::verbosity() const {
@@ -26,6 +28,19 @@ index::IndexConfig GlobalOptions::index_config() const {
   return config;
 }
 
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == nullptr || *end != '\0' || !(value > 0)) {
+          return "must be a number greater than 0, not '" + text + "'";
+        }
+        return {};
+      },
+      "POSITIVE");
+}
+
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--venv", options.venv, "The environment (default: $VIRTUAL_ENV, else ./.venv)");
   app.add_option("--index-url", options.index_url,
@@ -39,7 +54,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_flag("--offline", options.offline, "Never touch the network; cache and find-links only");
   app.add_option("--timeout", options.timeout_seconds,
                  "Give up on a stalled connection after S seconds (default 30)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--cache-dir", options.cache_dir,
                  "Download cache (default: $XDG_CACHE_HOME/venvfix or ~/.cache/venvfix)");
   app.add_option("--cert", options.cert,

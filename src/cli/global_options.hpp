@@ -37,6 +37,10 @@ struct GlobalOptions {
   index::IndexConfig index_config() const;
 };
 
+// A check for options that take seconds: a number greater than 0, said in one short sentence
+// (CLI::PositiveNumber's message prints the whole range of double).
+CLI::Validator positive_number();
+
 // Adds the global options to the top-level app.
 void add_global_options(CLI::App& app, GlobalOptions& options);
 

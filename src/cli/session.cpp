@@ -43,7 +43,7 @@ void add_transaction_probe_options(CLI::App& sub, TransactionProbeArgs& args) {
   sub.add_option("--probe-cmd", args.probe_cmd,
                  "The Python statement that step runs instead of `import torch`");
   sub.add_option("--probe-timeout", args.probe_timeout, "Seconds that step may take (default 120)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
 }
 
 std::optional<verify::ProbeOptions> transaction_probe(const GlobalOptions& options,

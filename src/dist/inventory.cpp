@@ -241,7 +241,7 @@ std::vector<std::size_t> Inventory::owners_of(const fs::path& path) const {
   return std::vector<std::size_t>(owners.begin(), owners.end());
 }
 
-void Inventory::index_paths() {
+Status Inventory::index_paths() {
   std::size_t rows = 0;
   std::size_t bytes = 0;
   for (const Distribution& dist : distributions) {
@@ -263,7 +263,13 @@ void Inventory::index_paths() {
     dist.record_path_ids.clear();
     dist.record_path_ids.reserve(dist.record.size());
     for (const RecordEntry& entry : dist.record) {
-      PathTable::Id id = paths.intern(resolve_record_path(dist.site_packages, entry.path));
+      std::optional<PathTable::Id> interned =
+          paths.intern(resolve_record_path(dist.site_packages, entry.path));
+      if (!interned) {
+        return make_error(ExitCode::error, "the RECORDs of this venv list more than {} paths",
+                          PathTable::max_paths);
+      }
+      const PathTable::Id id = *interned;
       dist.record_path_ids.push_back(id);
       if (id == count.size()) {
         count.push_back(0);
@@ -289,6 +295,7 @@ void Inventory::index_paths() {
       m_owners[filled[id]++] = static_cast<std::uint32_t>(d);
     }
   }
+  return ok();
 }
 
 Result<Inventory> read_inventory(const env::Venv& venv) {
@@ -309,7 +316,7 @@ Result<Inventory> read_inventory(const env::Venv& venv) {
                      }
                      return natural_less(a.version, b.version);
                    });
-  inventory.index_paths();
+  VENVFIX_TRY(inventory.index_paths());
   return inventory;
 }
 

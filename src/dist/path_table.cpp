@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <stdexcept>
 
 namespace venvfix::dist {
 
@@ -42,7 +41,7 @@ std::optional<PathTable::Id> PathTable::find(std::string_view path) const {
   return std::nullopt;
 }
 
-PathTable::Id PathTable::intern(std::string_view path) {
+std::optional<PathTable::Id> PathTable::intern(std::string_view path) {
   // At most half full, so that probes stay short.
   if ((size() + 1) * 2 > m_slots.size()) rehash(std::max<std::size_t>(16, m_slots.size() * 2));
   std::size_t mask = m_slots.size() - 1;
@@ -50,7 +49,7 @@ PathTable::Id PathTable::intern(std::string_view path) {
   for (; m_slots[slot] != k_empty; slot = (slot + 1) & mask) {
     if ((*this)[m_slots[slot]] == path) return m_slots[slot];
   }
-  if (size() >= k_empty - 1) throw std::length_error("PathTable: too many paths");
+  if (size() >= max_paths) return std::nullopt;
   Id id = static_cast<Id>(size());
   m_text += path;
   m_text += '\0';

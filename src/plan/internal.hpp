@@ -7,6 +7,8 @@
 //   choose.cpp      the version rules and the wheel of each install
 //   simulate.cpp    do the target sonames resolve after the plan?
 //   planner.cpp     make_plan: the passes above until nothing changes
+//   breakage.cpp    what a removal would break, without the index (plan/breakage.hpp)
+//   uninstall.cpp   the plan `venvfix uninstall` applies (plan/uninstall.hpp)
 #pragma once
 
 #include <cstdint>
@@ -191,6 +193,22 @@ struct Failure {
 // `keeps` is parallel to the draft's removals.
 std::vector<Failure> simulate(const Context& context, const std::vector<Install>& installs,
                               const std::vector<Keep>& keeps);
+
+// planner.cpp: the plan's header (venv, python, platform, targets, state digest, findings,
+// driver notes) before any action.
+Plan start_plan(const verify::Analysis& analysis);
+// Inventory indices of the named distributions; ExitCode::usage for one not installed.
+Result<std::set<std::size_t>> uninstall_indices(const verify::Analysis& analysis,
+                                                const std::vector<std::string>& names);
+// The CUDA major of the first target built for CUDA (0: none).
+int target_cuda_major(const verify::Analysis& analysis);
+// Requirements on a distribution that --uninstall removes: unresolved when the targets need the
+// requirer, a note otherwise.
+void uninstall_requirements(const Context& context, Draft& draft);
+// The unresolved entry of a soname the simulation finds failing.
+nlohmann::json failure_entry(const Context& context, const Failure& failure, const Draft& draft);
+// The remove action of a removal, with the paths it keeps.
+Action remove_action(const Context& context, const Removal& removal, const Keep& keep);
 
 // "torch/lib/libtorch_cuda.so" or "torch/lib/libtorch_cuda.so and 3 more".
 std::string first_and_more(const std::set<std::string>& items);

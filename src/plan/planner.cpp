@@ -97,19 +97,64 @@ std::vector<std::pair<pep::Requirement, std::string>> Context::requirements_on(
   return out;
 }
 
-}  // namespace detail
+Action remove_action(const Context& context, const Removal& removal, const Keep& keep) {
+  const dist::Distribution& dist = context.dist(removal.dist);
+  Action action;
+  action.kind = ActionKind::remove;
+  action.dist = dist.normalized_name;
+  action.version = dist.version;
+  action.keep = keep.keep;
+  action.reason = removal.reason;
+  if (!keep.keep.empty()) {
+    action.reason += fmt::format(", keeping the {} path{} another distribution also owns",
+                                 keep.keep.size(), keep.keep.size() == 1 ? "" : "s");
+  }
+  action.rule = removal.rule;
+  return action;
+}
 
-namespace {
+Plan start_plan(const verify::Analysis& analysis) {
+  Plan plan;
+  plan.venv = analysis.venv.root.string();
+  plan.python = fmt::format("{}.{}", analysis.venv.python.major, analysis.venv.python.minor);
+  std::vector<std::string> platforms = pep::linux_platform_tags(target_python(analysis));
+  plan.platform = platforms.empty() ? std::string() : platforms.front();
+  plan.targets = analysis.target_list();
+  plan.state = state_digest(analysis);
+  // Exactly what `doctor --json` reports for this venv, warnings included, in its order.
+  for (const verify::Finding& finding : analysis.findings) {
+    plan.findings.push_back(verify::to_json(finding));
+  }
+  for (const verify::Finding& note : analysis.notes) {
+    plan.notes.push_back({{"kind", "driver-library"},
+                          {"soname", note.soname},
+                          {"needed_by", note.needed_by},
+                          {"provided_by", "driver"},
+                          {"message", note.message + "; never planned"}});
+  }
+  return plan;
+}
 
-using namespace detail;
+Result<std::set<std::size_t>> uninstall_indices(const verify::Analysis& analysis,
+                                                const std::vector<std::string>& names) {
+  std::set<std::size_t> out;
+  for (const std::string& name : names) {
+    const dist::Distribution* dist = analysis.inventory.find(name);
+    if (dist == nullptr) {
+      return make_error(ExitCode::usage, "cannot plan uninstalling '{}': it is not installed in {}",
+                        name, analysis.venv.root.string());
+    }
+    out.insert(static_cast<std::size_t>(dist - analysis.inventory.distributions.data()));
+  }
+  return out;
+}
 
-// What a finished round produced.
-struct Round {
-  Draft draft;
-  std::vector<Keep> keeps;
-  std::vector<Install> installs;
-  std::vector<Failure> failures;
-};
+int target_cuda_major(const verify::Analysis& analysis) {
+  for (const verify::Target& target : analysis.targets) {
+    if (target.cuda_major != 0) return target.cuda_major;
+  }
+  return 0;
+}
 
 // Requirements on a distribution that --uninstall removes: unresolved when the targets need the
 // requirer (a problem for a target), a note otherwise.
@@ -140,6 +185,44 @@ void uninstall_requirements(const Context& context, Draft& draft) {
     }
   }
 }
+
+nlohmann::json failure_entry(const Context& context, const Failure& failure, const Draft& draft) {
+  nlohmann::json entry = {{"kind", failure.escaped ? "escaped-soname" : "unresolved-soname"},
+                          {"soname", failure.soname},
+                          {"needed_by", failure.needed_by}};
+  std::string consumers = first_and_more(failure.needed_by);
+  if (failure.escaped) {
+    entry["resolved_to"] = failure.resolved_to;
+    entry["message"] = fmt::format(
+        "{} would still be loaded from {} for {}: the loader looks there before the venv's "
+        "copy (check LD_LIBRARY_PATH)",
+        failure.soname, failure.resolved_to, consumers);
+  } else if (failure.regression && failure.cause) {
+    entry["message"] = fmt::format(
+        "{} (needed by {}) would no longer resolve once {} is removed, and nothing venvfix "
+        "knows provides it elsewhere",
+        failure.soname, consumers,
+        context.dist(draft.removals[*failure.cause].dist).normalized_name);
+  } else {
+    entry["message"] = fmt::format("{} (needed by {}) would still not resolve after this plan",
+                                   failure.soname, consumers);
+  }
+  return entry;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+// What a finished round produced.
+struct Round {
+  Draft draft;
+  std::vector<Keep> keeps;
+  std::vector<Install> installs;
+  std::vector<Failure> failures;
+};
 
 Result<Round> plan_round(const Context& context, IndexView& index, std::optional<Pins>& pins,
                          const std::set<std::size_t>& dropped,
@@ -190,46 +273,6 @@ Result<Round> plan_round(const Context& context, IndexView& index, std::optional
   return round;
 }
 
-nlohmann::json failure_entry(const Context& context, const Failure& failure, const Draft& draft) {
-  nlohmann::json entry = {{"kind", failure.escaped ? "escaped-soname" : "unresolved-soname"},
-                          {"soname", failure.soname},
-                          {"needed_by", failure.needed_by}};
-  std::string consumers = first_and_more(failure.needed_by);
-  if (failure.escaped) {
-    entry["resolved_to"] = failure.resolved_to;
-    entry["message"] = fmt::format(
-        "{} would still be loaded from {} for {}: the loader looks there before the venv's "
-        "copy (check LD_LIBRARY_PATH)",
-        failure.soname, failure.resolved_to, consumers);
-  } else if (failure.regression && failure.cause) {
-    entry["message"] = fmt::format(
-        "{} (needed by {}) would no longer resolve once {} is removed, and nothing venvfix "
-        "knows provides it elsewhere",
-        failure.soname, consumers,
-        context.dist(draft.removals[*failure.cause].dist).normalized_name);
-  } else {
-    entry["message"] = fmt::format("{} (needed by {}) would still not resolve after this plan",
-                                   failure.soname, consumers);
-  }
-  return entry;
-}
-
-Action remove_action(const Context& context, const Removal& removal, const Keep& keep) {
-  const dist::Distribution& dist = context.dist(removal.dist);
-  Action action;
-  action.kind = ActionKind::remove;
-  action.dist = dist.normalized_name;
-  action.version = dist.version;
-  action.keep = keep.keep;
-  action.reason = removal.reason;
-  if (!keep.keep.empty()) {
-    action.reason += fmt::format(", keeping the {} path{} another distribution also owns",
-                                 keep.keep.size(), keep.keep.size() == 1 ? "" : "s");
-  }
-  action.rule = removal.rule;
-  return action;
-}
-
 void finish(const Context& context, Round& round, Plan& plan) {
   Draft& draft = round.draft;
   const verify::Analysis& analysis = context.analysis;
@@ -278,51 +321,19 @@ void finish(const Context& context, Round& round, Plan& plan) {
 
 Result<Plan> make_plan(const verify::Analysis& analysis, const manifest::Manifests& manifests,
                        index::IndexClient& index, const PlanOptions& options) {
-  Plan plan;
-  plan.venv = analysis.venv.root.string();
-  plan.python = fmt::format("{}.{}", analysis.venv.python.major, analysis.venv.python.minor);
-  pep::TargetPython python = target_python(analysis);
-  std::vector<std::string> platforms = pep::linux_platform_tags(python);
-  plan.platform = platforms.empty() ? std::string() : platforms.front();
-  plan.targets = analysis.target_list();
   auto started = std::chrono::steady_clock::now();
   auto elapsed_ms = [&] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
         .count();
   };
-  plan.state = state_digest(analysis);
+  Plan plan = start_plan(analysis);
   spdlog::debug("plan: state digest took {:.1f} ms", elapsed_ms());
-  // Exactly what `doctor --json` reports for this venv, warnings included, in its order.
-  for (const verify::Finding& finding : analysis.findings) {
-    plan.findings.push_back(verify::to_json(finding));
-  }
-  for (const verify::Finding& note : analysis.notes) {
-    plan.notes.push_back({{"kind", "driver-library"},
-                          {"soname", note.soname},
-                          {"needed_by", note.needed_by},
-                          {"provided_by", "driver"},
-                          {"message", note.message + "; never planned"}});
-  }
-
-  Context context{analysis, manifests, options, {}, 0};
-  for (const std::string& name : options.uninstall) {
-    const dist::Distribution* dist = analysis.inventory.find(name);
-    if (dist == nullptr) {
-      return make_error(ExitCode::usage, "cannot plan uninstalling '{}': it is not installed in {}",
-                        name, analysis.venv.root.string());
-    }
-    context.uninstall.insert(
-        static_cast<std::size_t>(dist - analysis.inventory.distributions.data()));
-  }
-  for (const verify::Target& target : analysis.targets) {
-    if (target.cuda_major != 0) {
-      context.cuda_major = target.cuda_major;
-      break;
-    }
-  }
+  VENVFIX_TRY_ASSIGN(std::set<std::size_t> uninstall,
+                     uninstall_indices(analysis, options.uninstall));
+  Context context{analysis, manifests, options, std::move(uninstall), target_cuda_major(analysis)};
   if (analysis.targets.empty() && context.uninstall.empty()) return plan;  // nothing to check
 
-  IndexView view(index, python);
+  IndexView view(index, target_python(analysis));
   std::optional<Pins> pins;
   std::set<std::size_t> dropped;
   // soname -> consumers, restored because a removal takes them away; keyed by the removal's

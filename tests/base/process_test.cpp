@@ -1,6 +1,10 @@
 // run_process: real children (sh, the shell tools), time limits, bounded capture, the result
 // pipe and the private mount namespace.
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -66,6 +70,77 @@ TEST(Process, AFailedExecIsStatus127WithTheReason) {
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->exit_code, 127);
   EXPECT_THAT(outcome->err, HasSubstr("cannot run /nonexistent/venvfix-no-such-command: exec:"));
+}
+
+TEST(Process, WithoutATimeLimitItWaitsForTheChild) {
+  ProcessOptions options;
+  options.timeout_ms = std::nullopt;
+  auto outcome = run_process({"sh", "-c", "sleep 0.3; exit 4"}, options);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->exit_code, 4);
+  EXPECT_FALSE(outcome->timed_out);
+}
+
+// A child that closes its output and keeps running is still held to the time limit.
+TEST(Process, TheTimeLimitHoldsAfterTheOutputCloses) {
+  ProcessOptions options;
+  options.timeout_ms = 300;
+  auto outcome = run_process({"sh", "-c", "exec >/dev/null 2>&1; sleep 30"}, options);
+  ASSERT_TRUE(outcome);
+  EXPECT_TRUE(outcome->timed_out);
+  EXPECT_EQ(outcome->signal, 9);
+}
+
+// Stdio::inherit: the child writes to this process's stdout (redirected to a file here) and the
+// time limit still applies (to the child alone: it shares this process's group).
+TEST(Process, InheritedStdioIsThisProcesssOwn) {
+  auto dir = TempDir::create("venvfix-process-test-");
+  ASSERT_TRUE(dir);
+  const fs::path file = dir->path() / "stdout";
+  Fd capture(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  ASSERT_TRUE(capture.valid());
+  std::fflush(stdout);
+  Fd saved(::dup(STDOUT_FILENO));
+  ASSERT_TRUE(saved.valid());
+  ::dup2(capture.get(), STDOUT_FILENO);
+  ProcessOptions options;
+  options.stdio = Stdio::inherit;
+  auto outcome = run_process({"sh", "-c",
+                              "echo inherited; test \"$(ps -o pgid= $$)\" -eq " +
+                                  std::to_string(::getpgrp()) + " || exit 9"},
+                             options);
+  options.timeout_ms = 300;
+  auto limited = run_process({"sleep", "30"}, options);
+  ::dup2(saved.get(), STDOUT_FILENO);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->exit_code, 0) << "the child is not in this process's group";
+  EXPECT_EQ(outcome->out, "");
+  auto written = read_file(file);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(*written, "inherited\n");
+  ASSERT_TRUE(limited);
+  EXPECT_TRUE(limited->timed_out);
+  EXPECT_EQ(limited->signal, 9);
+}
+
+// ForwardSignals::yes: a SIGTERM or SIGINT sent to this process reaches the child, and this
+// process lives on (without forwarding, SIGTERM would end the test binary).
+TEST(Process, SignalsAreForwardedToTheChild) {
+  ProcessOptions options;
+  options.stdio = Stdio::inherit;
+  options.forward_signals = ForwardSignals::yes;
+  options.timeout_ms = 20'000;
+  for (const auto& [signal, code] : {std::pair{"TERM", 42}, std::pair{"INT", 43}}) {
+    std::string script =
+        fmt::format("trap 'exit {}' {}; kill -{} $PPID; sleep 10 & wait", code, signal, signal);
+    auto outcome = run_process({"sh", "-c", script}, options);
+    ASSERT_TRUE(outcome) << outcome.error().message;
+    EXPECT_EQ(outcome->exit_code, code) << signal;
+    EXPECT_FALSE(outcome->timed_out) << signal;
+  }
+  struct sigaction now {};
+  ::sigaction(SIGTERM, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL) << "the disposition was not restored";
 }
 
 TEST(Process, BindMountsAreSeenOnlyByTheChild) {

@@ -30,7 +30,8 @@ class UninstallCli : public ::testing::Test {
     m_index.emplace(venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir));
   }
 
-  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args) {
+  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args,
+                        std::string index_url = {}) {
     const auto& world = venvfix::testing::test_world();
     std::vector<std::string> argv;
     if (venvfix::testing::hermetic_available()) {
@@ -40,7 +41,7 @@ class UninstallCli : public ::testing::Test {
                                      "--venv",
                                      venv.string(),
                                      "--index-url",
-                                     m_index->url(),
+                                     index_url.empty() ? m_index->url() : index_url,
                                      "--cache-dir",
                                      (m_dir->path() / "cache").string(),
                                      "--ld-cache",
@@ -136,6 +137,36 @@ TEST_F(UninstallCli, RepairPutsBackWhatTheOtherBuildOverwrote) {
     CommandResult imported = import_torch(venv);
     EXPECT_EQ(imported.exit_code, 0) << imported.err;
   }
+}
+
+// The refusal needs no index: with one that cannot be reached, a removal that would break torch
+// is still refused with exit 3 naming the soname (not exit 4); only --repair reads the index.
+TEST_F(UninstallCli, RefusesWithoutTheIndex) {
+  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  const auto before = fingerprint(venv);
+  const std::string unreachable = "http://127.0.0.1:9/simple";  // the discard port: refused
+  CommandResult refused = venvfix(venv, {"uninstall", "nvidia-cudnn-cu12"}, unreachable);
+  EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("libcudnn.so.9"));
+  EXPECT_THAT(refused.err, HasSubstr("unchanged"));
+  CommandResult offline =
+      venvfix(venv, {"--offline", "--json", "uninstall", "nvidia-cudnn-cu12"}, unreachable);
+  EXPECT_EQ(offline.exit_code, 3) << offline.out << offline.err;
+  json error = json::parse(offline.out, nullptr, false);
+  ASSERT_FALSE(error.is_discarded()) << offline.out;
+  EXPECT_EQ(error["schema"], "venvfix-error/1");
+  EXPECT_THAT(error["error"].get<std::string>(), HasSubstr("libcudnn.so.9"));
+  EXPECT_EQ(fingerprint(venv), before);
+
+  // cu13 over cu12: --repair needs the index for cu12's wheel, and says so (exit 4).
+  CommandResult installed =
+      pip(venv, {"install", "--index-url", m_index->url(), "nvidia-cudnn-cu13==9.13.0.50"});
+  ASSERT_EQ(installed.exit_code, 0) << installed.err;
+  const auto mixed = fingerprint(venv);
+  CommandResult repair = venvfix(venv, {"uninstall", "nvidia-cudnn-cu13", "--repair"}, unreachable);
+  EXPECT_EQ(repair.exit_code, 4) << repair.out << repair.err;
+  EXPECT_THAT(repair.err, HasSubstr("127.0.0.1:9"));
+  EXPECT_EQ(fingerprint(venv), mixed);
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ TEST(DistPathTable, InternsEachPathOnceInFirstSeenOrder) {
 
 TEST(DistPathTable, CStringsAreTerminatedAndEmptyPathsAllowed) {
   PathTable table;
-  PathTable::Id empty = table.intern("");
-  PathTable::Id path = table.intern("/lib/libx.so.1");
+  PathTable::Id empty = table.intern("").value();
+  PathTable::Id path = table.intern("/lib/libx.so.1").value();
   EXPECT_EQ(table[empty], "");
   EXPECT_STREQ(table.c_str(empty), "");
   EXPECT_STREQ(table.c_str(path), "/lib/libx.so.1");

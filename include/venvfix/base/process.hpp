@@ -1,6 +1,7 @@
-// Child processes with a time limit: argv run with an explicit environment, stdout and stderr
-// captured (bounded), optionally in a private mount namespace with files bind-mounted over
-// others (the loader view of `doctor --probe`), and an optional result pipe on fd 3.
+// Child processes: argv run with an explicit environment, stdout and stderr captured (bounded)
+// or inherited, with or without a time limit, optionally in a private mount namespace with files
+// bind-mounted over others (the loader view of `doctor --probe`), an optional result pipe on
+// fd 3, and optionally SIGINT/SIGTERM forwarded to the child (`venvfix run`).
 #pragma once
 
 #include <cstddef>
@@ -22,10 +23,25 @@ struct BindMount {
 
 enum class MergeStderr { no, yes };
 
+// capture: stdin from /dev/null, stdout and stderr read into the outcome, the child in its own
+// process group (the time limit kills the whole group). inherit: the child shares venvfix's
+// stdin, stdout, stderr and process group, so it can prompt on the terminal and a Ctrl-C there
+// reaches it (as system(3) runs a command).
+enum class Stdio { capture, inherit };
+
+// yes: while the child runs, a SIGINT or SIGTERM sent to venvfix goes to the child instead (a
+// terminal's Ctrl-C, which the child already got, is not sent twice) and SIGQUIT is ignored:
+// venvfix stays to look at what the child did.
+enum class ForwardSignals { no, yes };
+
 struct ProcessOptions {
   // The whole environment ("K=V"); nullopt: this process's.
   std::optional<std::vector<std::string>> environment;
-  int timeout_ms = 60'000;  // then SIGKILL to the child's process group
+  // Then SIGKILL to the child's process group (to the child alone with Stdio::inherit);
+  // nullopt: no time limit.
+  std::optional<int> timeout_ms = 60'000;
+  Stdio stdio = Stdio::capture;
+  ForwardSignals forward_signals = ForwardSignals::no;
   // Of each stream, only the last `max_output` bytes are kept.
   std::size_t max_output = 64u << 10;
   MergeStderr merge_stderr = MergeStderr::no;  // yes: stderr goes into `out`, in order
@@ -40,12 +56,12 @@ struct ProcessOutcome {
   int exit_code = -1;  // the exit status; 128+N when killed by signal N
   int signal = 0;      // N when killed by signal N
   bool timed_out = false;
-  std::string out;     // stdout (and stderr with MergeStderr::yes)
-  std::string err;     // stderr
+  std::string out;     // stdout (and stderr with MergeStderr::yes); empty with Stdio::inherit
+  std::string err;     // stderr; with Stdio::inherit only a failed exec's reason
   std::string result;  // what the child wrote to fd 3 (result_pipe)
 };
 
-// Runs argv (argv[0] looked up in PATH) in its own process group, stdin from /dev/null.
+// Runs argv (argv[0] looked up in PATH) and waits for it to end (or the time limit).
 // Errors: the command cannot be started (pipe, fork or the mount namespace failed); the message
 // names the command and the step ("cannot run X: unshare: Operation not permitted"). A failed
 // exec is an outcome, as a shell reports it: exit_code 127 and the reason in `err`.

@@ -77,7 +77,8 @@ struct Inventory {
     return paths.find(absolute_normal);
   }
   // Fills `paths`, each distribution's record_path_ids and the owners (read_inventory does).
-  void index_paths();
+  // Error: more distinct RECORD paths than a PathTable holds.
+  Status index_paths();
 
  private:
   // Owners of path i: m_owners[m_owner_starts[i], m_owner_starts[i+1]). Flat, not a vector per

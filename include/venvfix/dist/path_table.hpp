@@ -19,8 +19,9 @@ class PathTable {
 
   // Room for `paths` paths of `bytes` bytes in all, so that interning them allocates nothing.
   void reserve(std::size_t paths, std::size_t bytes);
-  // The id of `path`, adding it when it is new.
-  Id intern(std::string_view path);
+  // The id of `path`, adding it when it is new; nullopt when the table is full (max_paths).
+  std::optional<Id> intern(std::string_view path);
+  static constexpr std::size_t max_paths = UINT32_MAX - 1;
   std::optional<Id> find(std::string_view path) const;
   // Valid as long as the table lives and nothing is interned. The text is followed by a NUL.
   std::string_view operator[](Id id) const {

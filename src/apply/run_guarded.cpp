@@ -1,0 +1,117 @@
+// run_guarded: snapshot, analyse, run, analyse again, and judge with the one breakage rule
+// (plan/breakage.hpp); roll back what broke a target.
+#include "venvfix/apply/run_guarded.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "venvfix/base/process.hpp"
+#include "venvfix/plan/breakage.hpp"
+#include "venvfix/txn/snapshot.hpp"
+#include "venvfix/verify/analysis.hpp"
+
+namespace venvfix::apply {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& command) {
+  std::string out;
+  for (const std::string& arg : command) {
+    if (!out.empty()) out += ' ';
+    out += arg;
+  }
+  return out;
+}
+
+// The probe after the command, when the venv was whole before it (else a failing import says
+// nothing about the command): its problems, one sentence each.
+std::vector<std::string> probe_breakage(const RunOptions& options, const verify::Analysis& after,
+                                        const manifest::Manifests& manifests) {
+  std::optional<verify::ProbeOptions> probe = options.probe;
+  if (!probe) return {};
+  if (probe->statement.empty()) probe->statement = verify::default_probe_statement(after);
+  if (probe->statement.empty() || !verify::interpreter_runs_here(after.venv)) return {};
+  auto run = verify::run_probe(after.venv, *probe);
+  if (!run) return {run.error().message};
+  verify::ProbeResult result = verify::judge_probe(std::move(run).value(), after, manifests);
+  std::vector<std::string> out;
+  for (const verify::ProbeFinding& finding : result.findings) {
+    if (finding.severity == verify::Severity::problem) out.push_back("probe: " + finding.message);
+  }
+  return out;
+}
+
+// The command with the terminal's stdio, as system(3) runs it, for as long as it takes.
+Result<int> run_command(const std::vector<std::string>& argv) {
+  ProcessOptions process;
+  process.stdio = Stdio::inherit;
+  process.timeout_ms = std::nullopt;
+  process.forward_signals = ForwardSignals::yes;
+  VENVFIX_TRY_ASSIGN(ProcessOutcome outcome, run_process(argv, process));
+  if (!outcome.err.empty()) spdlog::error("{}", outcome.err.substr(0, outcome.err.find('\n')));
+  return outcome.exit_code;
+}
+
+// What the command broke: the new breaks, else (the venv whole before) the probe's problems.
+std::vector<std::string> judge(const verify::Analysis& before, const verify::Analysis& after,
+                               const manifest::Manifests& manifests, const RunOptions& options) {
+  const std::vector<plan::Break> was = plan::breakage(before);
+  std::vector<std::string> broke;
+  for (const plan::Break& b : plan::new_breaks(was, plan::breakage(after))) {
+    broke.push_back(b.message);
+  }
+  if (broke.empty() && was.empty()) broke = probe_breakage(options, after, manifests);
+  return broke;
+}
+
+std::string listed(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += "\n  " + line;
+  return out;
+}
+
+}  // namespace
+
+Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
+                               const std::vector<std::string>& argv,
+                               const manifest::Manifests& manifests, const elf::SystemView& system,
+                               const RunOptions& options) {
+  if (argv.empty()) return make_error(ExitCode::usage, "no command to run");
+  const std::string what = joined(argv);
+  VENVFIX_TRY_ASSIGN(txn::SnapshotInfo snapshot, txn::create_snapshot(venv, lock, "run: " + what));
+  verify::Options analysis_options;
+  analysis_options.targets = options.targets;
+  // Analysed after the snapshot: hard links change ctimes, and the hash cache is keyed on
+  // them, so the analysis after the command reuses these hashes.
+  auto before = verify::analyze(venv, manifests, system, analysis_options);
+  if (!before) {
+    (void)txn::delete_snapshot(venv, lock, snapshot.id);
+    return std::move(before).error();
+  }
+  RunOutcome outcome;
+  VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
+  auto after = verify::analyze(venv, manifests, system, analysis_options);
+  if (!after) {
+    return make_error(after.error().code,
+                      "cannot check the venv after `{}` ({}); snapshot {} is kept: `venvfix "
+                      "rollback {}` restores the state before",
+                      what, after.error().message, snapshot.id, snapshot.id);
+  }
+  outcome.targets = after->target_names();
+  outcome.broke = judge(*before, *after, manifests, options);
+  const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
+  if (outcome.broke.empty() || options.on_break == OnBreak::keep) {
+    if (outcome.broke.empty() && !keep_snapshot) {
+      VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));
+    } else {
+      outcome.snapshot = snapshot.id;
+    }
+    return outcome;
+  }
+  VENVFIX_TRY(txn::rollback_to(venv, lock, snapshot.id));
+  if (!keep_snapshot) VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));
+  return make_error(ExitCode::verify_failed,
+                    "`{}` broke {}; the venv was rolled back to the state before it:{}", what,
+                    outcome.targets, listed(outcome.broke));
+}
+
+}  // namespace venvfix::apply
