@@ -114,53 +114,75 @@ std::vector<CheckRequest> all_entries(const Inventory& inventory) {
   return requests;
 }
 
-FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
-                            HashPolicy policy, const std::unordered_set<std::string>& always_hash,
-                            HashCache* cache) {
-  const PathTable& paths = inventory.paths;
-  std::vector<bool> hash_always(paths.size(), false);
-  for (const std::string& path : always_hash) {
-    if (auto id = paths.find(path)) hash_always[*id] = true;
-  }
-  auto wants_hash = [&](const RecordEntry& entry, PathTable::Id path) {
-    return entry.sha256 && (policy == HashPolicy::full || hash_always[path]);
-  };
-  FileCheckReport report;
-  report.checks.resize(requests.size());
-  // Each site-packages directory, opened once for the relative stats.
-  std::unordered_map<std::string, Fd> site_fds;
-  // One probe per distinct path: shared paths are stat'ed and read once.
-  constexpr std::uint32_t k_none = UINT32_MAX;
-  std::vector<std::uint32_t> probe_of_path(paths.size(), k_none);
+namespace {
+
+constexpr std::uint32_t k_no_probe = UINT32_MAX;
+
+// One probe per distinct path (shared paths are stat'ed and read once), each site-packages
+// directory opened once for the relative stats.
+struct ProbeSet {
   std::vector<Probe> probes;
-  probes.reserve(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const CheckRequest& request = requests[i];
+  std::vector<std::uint32_t> probe_of_path;  // path id → probe, k_no_probe when not asked
+  std::unordered_map<std::string, Fd> site_fds;
+};
+
+// Whether a request's file is hashed: it has a RECORD hash and the policy or the caller asks.
+class HashWish {
+ public:
+  HashWish(const PathTable& paths, HashPolicy policy,
+           const std::unordered_set<std::string>& always_hash)
+      : m_policy(policy), m_always(paths.size(), false) {
+    for (const std::string& path : always_hash) {
+      if (auto id = paths.find(path)) m_always[*id] = true;
+    }
+  }
+  bool operator()(const RecordEntry& entry, PathTable::Id path) const {
+    return entry.sha256 && (m_policy == HashPolicy::full || m_always[path]);
+  }
+
+ private:
+  HashPolicy m_policy;
+  std::vector<bool> m_always;
+};
+
+void aim_probe(Probe& probe, std::string_view path, const Distribution& dist, ProbeSet& set) {
+  const std::string& site = dist.site_packages.native();
+  if (path.size() <= site.size() + 1 || !path.starts_with(site) || path[site.size()] != '/') {
+    return;
+  }
+  auto [fd, inserted] = set.site_fds.try_emplace(site);
+  if (inserted) fd->second = Fd(::open(site.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (fd->second.valid()) {
+    probe.dir_fd = fd->second.get();
+    probe.relative = static_cast<std::uint32_t>(site.size() + 1);
+  }
+}
+
+ProbeSet make_probes(const Inventory& inventory, std::span<const CheckRequest> requests,
+                     const HashWish& wants_hash) {
+  const PathTable& paths = inventory.paths;
+  ProbeSet set;
+  set.probe_of_path.assign(paths.size(), k_no_probe);
+  set.probes.reserve(requests.size());
+  for (const CheckRequest& request : requests) {
     const Distribution& dist = inventory.distributions.at(request.dist);
     const RecordEntry& entry = dist.record.at(request.entry);
     PathTable::Id id = dist.record_path_ids.at(request.entry);
-    std::string_view path = paths[id];
-    if (probe_of_path[id] == k_none) {
-      probe_of_path[id] = static_cast<std::uint32_t>(probes.size());
-      Probe& probe = probes.emplace_back();
+    if (set.probe_of_path[id] == k_no_probe) {
+      set.probe_of_path[id] = static_cast<std::uint32_t>(set.probes.size());
+      Probe& probe = set.probes.emplace_back();
       probe.path = id;
-      const std::string& site = dist.site_packages.native();
-      if (path.size() > site.size() + 1 && path.starts_with(site) && path[site.size()] == '/') {
-        auto [fd, inserted] = site_fds.try_emplace(site);
-        if (inserted) {
-          fd->second = Fd(::open(site.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        }
-        if (fd->second.valid()) {
-          probe.dir_fd = fd->second.get();
-          probe.relative = static_cast<std::uint32_t>(site.size() + 1);
-        }
-      }
+      aim_probe(probe, paths[id], dist, set);
     }
-    probes[probe_of_path[id]].want_hash |= wants_hash(entry, id);
+    set.probes[set.probe_of_path[id]].want_hash |= wants_hash(entry, id);
   }
+  return set;
+}
 
-  parallel_for(probes.size(), 256, [&](std::size_t i) { stat_probe(paths, probes[i]); });
-
+// The digests of the probes that want one: from the cache, else read (largest first, so that
+// one big library does not start last on an idle core), and remembered.
+void hash_probes(const PathTable& paths, std::vector<Probe>& probes, HashCache* cache,
+                 FileCheckReport& report) {
   std::vector<std::size_t> to_hash;
   for (std::size_t i = 0; i < probes.size(); ++i) {
     Probe& probe = probes[i];
@@ -174,7 +196,6 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
     }
     to_hash.push_back(i);
   }
-  // Largest first, so that one big library does not start last on an idle core.
   std::sort(to_hash.begin(), to_hash.end(), [&](std::size_t a, std::size_t b) {
     return probes[a].identity.size > probes[b].identity.size;
   });
@@ -194,36 +215,54 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
   });
   report.files_hashed = to_hash.size();
   report.bytes_hashed = bytes;
-  if (cache != nullptr) {
-    for (std::size_t i : to_hash) {
-      const Probe& probe = probes[i];
-      if (probe.digest) cache->remember(probe.identity, *probe.digest, probe.hashed_at_ns);
-    }
+  if (cache == nullptr) return;
+  for (std::size_t i : to_hash) {
+    const Probe& probe = probes[i];
+    if (probe.digest) cache->remember(probe.identity, *probe.digest, probe.hashed_at_ns);
   }
+}
 
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const Distribution& dist = inventory.distributions[requests[i].dist];
-    const RecordEntry& entry = dist.record[requests[i].entry];
-    PathTable::Id id = dist.record_path_ids[requests[i].entry];
-    const Probe& probe = probes[probe_of_path[id]];
-    FileCheck& check = report.checks[i];
-    check.dist = requests[i].dist;
-    check.entry = requests[i].entry;
-    check.record_path = entry.path;
-    check.path = paths[id];
-    check.path_id = id;
-    check.state = probe.state;
-    if (probe.state == FileState::missing) continue;
-    check.actual_size = probe.identity.size;
-    if (probe.digest) check.actual_sha256 = probe.digest;
-    if (probe.state != FileState::ok) continue;
-    if (entry.size && *entry.size != probe.identity.size) {
-      check.state = FileState::size_mismatch;
-      continue;
-    }
-    if (probe.digest && wants_hash(entry, id) && *probe.digest != *entry.sha256) {
-      check.state = FileState::hash_mismatch;
-    }
+// What one request's file is, from its probe and its RECORD entry.
+FileCheck judge(const Inventory& inventory, const CheckRequest& request, const Probe& probe,
+                const HashWish& wants_hash) {
+  const Distribution& dist = inventory.distributions[request.dist];
+  const RecordEntry& entry = dist.record[request.entry];
+  PathTable::Id id = dist.record_path_ids[request.entry];
+  FileCheck check;
+  check.dist = request.dist;
+  check.entry = request.entry;
+  check.record_path = entry.path;
+  check.path = inventory.paths[id];
+  check.path_id = id;
+  check.state = probe.state;
+  if (probe.state == FileState::missing) return check;
+  check.actual_size = probe.identity.size;
+  if (probe.digest) check.actual_sha256 = probe.digest;
+  if (probe.state != FileState::ok) return check;
+  if (entry.size && *entry.size != probe.identity.size) {
+    check.state = FileState::size_mismatch;
+  } else if (probe.digest && wants_hash(entry, id) && *probe.digest != *entry.sha256) {
+    check.state = FileState::hash_mismatch;
+  }
+  return check;
+}
+
+}  // namespace
+
+FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
+                            HashPolicy policy, const std::unordered_set<std::string>& always_hash,
+                            HashCache* cache) {
+  const PathTable& paths = inventory.paths;
+  const HashWish wants_hash(paths, policy, always_hash);
+  ProbeSet set = make_probes(inventory, requests, wants_hash);
+  parallel_for(set.probes.size(), 256, [&](std::size_t i) { stat_probe(paths, set.probes[i]); });
+  FileCheckReport report;
+  hash_probes(paths, set.probes, cache, report);
+  report.checks.reserve(requests.size());
+  for (const CheckRequest& request : requests) {
+    const PathTable::Id id = inventory.distributions[request.dist].record_path_ids[request.entry];
+    report.checks.push_back(
+        judge(inventory, request, set.probes[set.probe_of_path[id]], wants_hash));
   }
   return report;
 }
