@@ -60,7 +60,10 @@ Result<fs::path> named_link(const fs::path& dir, const StageItem& item) {
                       item.file_name);
   }
   fs::path link = dir / name;
-  if (::symlink(fs::absolute(item.wheel).c_str(), link.c_str()) != 0) {
+  std::error_code error;
+  const fs::path target = fs::absolute(item.wheel, error);
+  if (error) return make_error(ExitCode::error, "{}: {}", item.wheel.string(), error.message());
+  if (::symlink(target.c_str(), link.c_str()) != 0) {
     return make_error(ExitCode::error, "{}: {}", link.string(), errno_message(errno));
   }
   return link;
