@@ -8,7 +8,7 @@ packages=(
   libcurl4-openssl-dev libarchive-dev nlohmann-json3-dev libssl-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev libelf-dev libdeflate-dev
   libbenchmark-dev
-  clang clang-format
+  clang clang-format clang-tidy universal-ctags git
   python3 python3-venv python3-pip
   patchelf libarchive-tools openssl curl unzip zip ccache
 )

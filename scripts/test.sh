@@ -11,6 +11,9 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDI
 # the 2-core CI machine.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
   -DVENVFIX_SANITIZE=ON -DVENVFIX_WERROR=ON -DVENVFIX_CRASH_POINTS=ON >/dev/null
+# The checked conventions first (format, function length, clang-tidy): they fail in seconds
+# when warm, and a convention broken is a failed CI like a failed test.
+scripts/lint.sh "$build_dir"
 cmake --build "$build_dir"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

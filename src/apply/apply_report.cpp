@@ -1,4 +1,6 @@
 // The "venvfix-apply/1" document and the verification lines of an ApplyReport.
+#include <cmath>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -9,7 +11,7 @@ namespace venvfix::apply {
 namespace {
 
 double rounded(double seconds) {
-  return static_cast<double>(static_cast<long long>(seconds * 1000 + 0.5)) / 1000;
+  return static_cast<double>(std::llround(seconds * 1000)) / 1000;
 }
 
 }  // namespace

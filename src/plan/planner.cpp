@@ -171,11 +171,12 @@ void uninstall_requirements(const Context& context, Draft& draft) {
       std::string message = fmt::format("uninstalling {} {} leaves {}'s requirement {} unmet",
                                         dist.normalized_name, dist.version, by, text);
       if (needed) {
-        draft.add_unresolved("requirement " + text + " " + by, {{"kind", "unmet-requirement"},
-                                                                {"dist", dist.normalized_name},
-                                                                {"requirement", text},
-                                                                {"required_by", by},
-                                                                {"message", message}});
+        draft.add_unresolved(fmt::format("requirement {} {}", text, by),
+                             {{"kind", "unmet-requirement"},
+                              {"dist", dist.normalized_name},
+                              {"requirement", text},
+                              {"required_by", by},
+                              {"message", message}});
       } else {
         draft.notes.push_back({{"kind", "unmet-requirement"},
                                {"dist", dist.normalized_name},
