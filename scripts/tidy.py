@@ -46,9 +46,11 @@ def cache_key(entry, salt):
     if cleaned and cleaned[0].endswith("ccache"):
         cleaned = cleaned[1:]
     pre = subprocess.run(cleaned + ["-E", "-P"], cwd=entry["directory"], capture_output=True)
+    # Paths of the checkout are left out, so that a clone elsewhere reuses the results.
+    root = str(ROOT).encode()
     digest = hashlib.sha256(salt)
-    digest.update(" ".join(cleaned).encode())
-    digest.update(pre.stdout if pre.returncode == 0 else os.urandom(16))
+    digest.update(" ".join(cleaned).encode().replace(root, b""))
+    digest.update(pre.stdout.replace(root, b"") if pre.returncode == 0 else os.urandom(16))
     return digest.hexdigest()
 
 

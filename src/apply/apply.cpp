@@ -39,7 +39,7 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const txn::VenvLock& lock,
 
   VENVFIX_TRY(recheck_venv(venv, at_start));
   VENVFIX_TRY_ASSIGN(txn::Transaction transaction, timer.time(&ApplyTimings::move_s, [&] {
-    return move(venv, lock, std::move(changes), staging);
+    return move(venv, lock, changes, staging);
   }));
   const VerifyInput input{plan, staged.staged, closures_before, departures.installed};
   const std::vector<std::string> failures = timer.time(&ApplyTimings::verify_s, [&] {

@@ -186,8 +186,8 @@ Status recheck_venv(const env::Venv& venv, const VenvStamp& at_start) {
 }
 
 Result<txn::Transaction> move(const env::Venv& venv, const txn::VenvLock& lock,
-                              txn::ChangeSet changes, StagingGuard& staging) {
-  auto begun = txn::Transaction::begin(venv, lock, std::move(changes));
+                              const txn::ChangeSet& changes, StagingGuard& staging) {
+  auto begun = txn::Transaction::begin(venv, lock, changes);
   if (!begun) return unchanged(std::move(begun).error());
   staging.release();
   txn::Transaction transaction = std::move(begun).value();

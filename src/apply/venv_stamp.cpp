@@ -42,8 +42,8 @@ Status stamp_directory(const env::Venv& venv, const fs::path& site, VenvStamp& s
     const std::string name = entry->d_name;
     if (!is_metadata_dir(name)) continue;
     const std::string record = name + "/RECORD";
-    stamp.entries[prefix + "/" + name] =
-        identity_text(fd, name.c_str()) + " " + identity_text(fd, record.c_str());
+    stamp.entries[fmt::format("{}/{}", prefix, name)] =
+        fmt::format("{} {}", identity_text(fd, name.c_str()), identity_text(fd, record.c_str()));
   }
   return ok();
 }

@@ -139,6 +139,9 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace venvfix::cli
 
+// The handlers' own report is the last resort: should it throw (memory gone), std::terminate is
+// the right end.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace venvfix;
   // Library code returns errors as values; whatever escapes anyway (a std::bad_alloc, a bug)

@@ -156,7 +156,8 @@ void providers_for_sonames(const Context& context, const Pins& pins, Draft& draf
   const manifest::Manifests& manifests = context.manifests;
   int major = context.cuda_major;
 
-  for (const auto& [soname, consumers] : draft.sonames) {
+  for (const auto& [soname_key, consumers] : draft.sonames) {
+    const std::string& soname = soname_key;  // a lambda may not capture a binding (clang)
     auto ships = [&](const std::string& name) {
       const manifest::Distribution* known = manifests.find_distribution(name);
       return known != nullptr && known->provides(soname);

@@ -16,6 +16,7 @@ namespace {
 
 std::vector<std::string> messages(const std::vector<Break>& breaks) {
   std::vector<std::string> out;
+  out.reserve(breaks.size());
   for (const Break& b : breaks) out.push_back(b.message);
   return out;
 }

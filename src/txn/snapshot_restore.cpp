@@ -88,7 +88,7 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
                 id, changes.add.size(), changes.remove.size(), dirs.make.size(),
                 dirs.remove.size());
   VENVFIX_TRY_ASSIGN(Transaction txn,
-                     Transaction::begin_consuming(venv, lock, std::move(changes), dirs, id, disk));
+                     Transaction::begin_consuming(venv, lock, changes, dirs, id, disk));
   VENVFIX_TRY(txn.execute());
   return txn.commit(keep);
 }

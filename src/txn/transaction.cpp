@@ -103,12 +103,13 @@ const std::string& Transaction::id() const {
 }
 
 Result<Transaction> Transaction::begin(const env::Venv& venv, const VenvLock& lock,
-                                       ChangeSet changes, StepFs& disk) {
-  return begin_consuming(venv, lock, std::move(changes), DirectoryChanges{}, "", disk);
+                                       const ChangeSet& changes, StepFs& disk) {
+  return begin_consuming(venv, lock, changes, DirectoryChanges{}, "", disk);
 }
 
 Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const VenvLock& lock,
-                                                 ChangeSet changes, const DirectoryChanges& dirs,
+                                                 const ChangeSet& changes,
+                                                 const DirectoryChanges& dirs,
                                                  const std::string& consumes, StepFs& disk) {
   if (lock.venv_root() != venv.root) {
     return make_error(ExitCode::error, "internal error: the lock held is for {}, not {}",

@@ -73,7 +73,7 @@ class RecoverCli : public ::testing::TestWithParam<Kind> {
           {k_site + "/pkg/__init__.py", k_site + "/fresh/a.py"},
           {k_site + "/extra/e0.py", k_site + "/extra/e1.py", k_site + "/extra/e2.py",
            k_site + "/extra/e3.py", k_site + "/extra/e4.py", k_site + "/extra/e5.py"}};
-      auto txn = Transaction::begin(s.venv, *lock, std::move(changes));
+      auto txn = Transaction::begin(s.venv, *lock, changes);
       EXPECT_TRUE(txn);
       EXPECT_TRUE(txn->execute());
       auto id = txn->commit(KeepSnapshot::yes);

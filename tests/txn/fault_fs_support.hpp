@@ -70,7 +70,7 @@ inline RecordedRun record_transaction(const env::Venv& venv, ChangeSet changes,
   RecordedRun run;
   auto lock = VenvLock::acquire(venv, LockWait::fail);
   EXPECT_TRUE(lock);
-  auto txn = Transaction::begin(venv, *lock, std::move(changes), recorder);
+  auto txn = Transaction::begin(venv, *lock, changes, recorder);
   EXPECT_TRUE(txn) << txn.error().message;
   if (!txn) return run;
   auto journal = read_journal(venv);

@@ -105,7 +105,7 @@ TEST_F(TxnEnospc, FullBeforeTheJournalChangesNothing) {
   ChangeSet changes = replace_and_remove(venv);
   auto before = fingerprint(venv);
   fill();
-  auto txn = Transaction::begin(venv, *lock, std::move(changes));
+  auto txn = Transaction::begin(venv, *lock, changes);
   ASSERT_FALSE(txn);
   EXPECT_NE(txn.error().message.find("No space left on device"), std::string::npos)
       << txn.error().message;

@@ -44,7 +44,7 @@ ChangeSet replace_and_remove(const env::Venv& venv) {
 std::string run_through(const env::Venv& venv, ChangeSet changes, StepFs& disk) {
   auto lock = VenvLock::acquire(venv, LockWait::fail);
   EXPECT_TRUE(lock);
-  auto txn = Transaction::begin(venv, *lock, std::move(changes), disk);
+  auto txn = Transaction::begin(venv, *lock, changes, disk);
   if (!txn) return txn.error().message;
   if (auto executed = txn->execute(); !executed) return executed.error().message;
   if (auto committed = txn->commit(KeepSnapshot::yes); !committed) {
@@ -170,7 +170,7 @@ TEST_F(TxnSeamFaults, FullBeforeTheJournalChangesNothing) {
   RealStepFs real;
   FaultStepFs full(real, 0, Fault::fail_on, ENOSPC);
   full.only(k_allocating);
-  auto txn = Transaction::begin(venv, *lock, std::move(changes), full);
+  auto txn = Transaction::begin(venv, *lock, changes, full);
   ASSERT_FALSE(txn);
   EXPECT_NE(txn.error().message.find("No space left on device"), std::string::npos)
       << txn.error().message;

@@ -113,7 +113,7 @@ TEST_F(TxnSnapshot, TransactionSnapshotUndoesTheTransaction) {
       *staging,
       {k_site + "/pkg/__init__.py", k_site + "/fresh/a.py", k_site + "/was_empty/in.py"},
       {k_site + "/pkg/sub/deep/data.txt"}};
-  auto txn = Transaction::begin(m_venv, *m_lock, std::move(changes));
+  auto txn = Transaction::begin(m_venv, *m_lock, changes);
   ASSERT_TRUE(txn) << txn.error().message;
   ASSERT_TRUE(txn->execute());
   auto id = txn->commit(KeepSnapshot::yes);

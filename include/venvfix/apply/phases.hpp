@@ -109,7 +109,7 @@ Status recheck_venv(const env::Venv& venv, const VenvStamp& at_start);
 // moves. Errors: beginning failed (nothing moved, "the venv is unchanged"); a move failed
 // (rolled back: the error says so, or that `venvfix recover` must finish it).
 Result<txn::Transaction> move(const env::Venv& venv, const txn::VenvLock& lock,
-                              txn::ChangeSet changes, StagingGuard& staging);
+                              const txn::ChangeSet& changes, StagingGuard& staging);
 
 // Everything the verification needs from the earlier phases.
 struct VerifyInput {

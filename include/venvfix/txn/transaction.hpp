@@ -66,12 +66,12 @@ class Transaction {
   // (ExitCode::locked), writes the journal (<venv>/.venvfix/journal/) and makes it and the
   // staged files durable. Nothing in the venv moves yet. Every write of the transaction (its
   // steps, journal, fsyncs, commit and roll back) goes through `disk`, which must outlive it.
-  static Result<Transaction> begin(const env::Venv& venv, const VenvLock& lock, ChangeSet changes,
-                                   StepFs& disk = default_step_fs());
+  static Result<Transaction> begin(const env::Venv& venv, const VenvLock& lock,
+                                   const ChangeSet& changes, StepFs& disk = default_step_fs());
   // begin() for a snapshot restore: `changes.staging` is the snapshot's files/ directory
   // (kept on roll back) and a successful commit deletes the snapshot `consumes`.
   static Result<Transaction> begin_consuming(const env::Venv& venv, const VenvLock& lock,
-                                             ChangeSet changes, const DirectoryChanges& dirs,
+                                             const ChangeSet& changes, const DirectoryChanges& dirs,
                                              const std::string& consumes,
                                              StepFs& disk = default_step_fs());
 
