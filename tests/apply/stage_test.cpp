@@ -35,6 +35,17 @@ class Stage : public ::testing::Test {
     return install_action(dist, version, made, base_url + "/" + file);
   }
 
+  // Runs fetch_and_stage for `plan` into `staging` (created) of a fresh minimal venv, with a
+  // fresh downloader; a venv that does not open fails the test.
+  Result<FetchedAndStaged> stage_in_minimal_venv(const plan::Plan& plan, const fs::path& staging) {
+    auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
+    EXPECT_TRUE(venv) << (venv ? "" : venv.error().message);
+    if (!venv) return std::move(venv).error();
+    fs::create_directories(staging);
+    fetch::Downloader downloader(m_config);
+    return fetch_and_stage(*venv, plan, downloader, staging, {});
+  }
+
   std::optional<TempDir> m_dir;
   fetch::FetchConfig m_config;
 };
@@ -132,13 +143,8 @@ TEST_F(Stage, AWheelThatIsNotTheActionsIsRefused) {
   MadeWheel wheel = make_wheel(m_dir->path() / "wheels", "demo", "1.0", tree, {"--purelib"});
   plan::Plan plan;
   plan.actions.push_back(install_action("demo", "2.0", wheel, file_url(wheel.path)));
-  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
-  auto venv = env::open_venv_at(venv_root);
-  ASSERT_TRUE(venv);
-  fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  fetch::Downloader downloader(m_config);
-  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
+  const fs::path staging = m_dir->path() / "staging";
+  auto staged = stage_in_minimal_venv(plan, staging);
   ASSERT_FALSE(staged);
   EXPECT_EQ(staged.error().code, ExitCode::usage);
   EXPECT_THAT(staged.error().message, HasSubstr("demo 2.0"));
@@ -152,13 +158,8 @@ TEST_F(Stage, AHostileWheelIsRefusedAndStagingStaysEmpty) {
                                {"--purelib", "--raw", "../../../../escaped.txt=owned"});
   plan::Plan plan;
   plan.actions.push_back(install_action("demo", "1.0", wheel, file_url(wheel.path)));
-  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
-  auto venv = env::open_venv_at(venv_root);
-  ASSERT_TRUE(venv);
-  fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  fetch::Downloader downloader(m_config);
-  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
+  const fs::path staging = m_dir->path() / "staging";
+  auto staged = stage_in_minimal_venv(plan, staging);
   ASSERT_FALSE(staged);
   EXPECT_EQ(staged.error().code, ExitCode::usage);
   EXPECT_THAT(staged.error().message, HasSubstr("escaped.txt"));
@@ -174,13 +175,8 @@ TEST_F(Stage, TwoWheelsWritingOnePathAreRefused) {
   plan::Plan plan;
   plan.actions.push_back(install_action("first", "1.0", first, file_url(first.path)));
   plan.actions.push_back(install_action("second", "1.0", second, file_url(second.path)));
-  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
-  auto venv = env::open_venv_at(venv_root);
-  ASSERT_TRUE(venv);
-  fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  fetch::Downloader downloader(m_config);
-  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {});
+  const fs::path staging = m_dir->path() / "staging";
+  auto staged = stage_in_minimal_venv(plan, staging);
   ASSERT_FALSE(staged);
   EXPECT_THAT(staged.error().message, HasSubstr("shared/data.txt"));
 }
