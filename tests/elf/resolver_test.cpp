@@ -20,27 +20,36 @@ using testing::loader_list;
 using testing::SharedObject;
 using testing::Tags;
 
-std::map<std::string, std::string> graph_entries(const LoadGraph& graph) {
+// ld.so prints a DT_NEEDED entry with its dynamic string tokens replaced; the graph keeps the
+// entry as written. `origin` (when set) is what $ORIGIN stands for in the entries compared.
+std::string as_printed(const std::string& name, const std::string& origin) {
+  const std::string token = "$ORIGIN";
+  if (origin.empty() || !name.starts_with(token)) return name;
+  return origin + name.substr(token.size());
+}
+
+std::map<std::string, std::string> graph_entries(const LoadGraph& graph,
+                                                 const std::string& origin = "") {
   std::map<std::string, std::string> entries;
   for (std::size_t i = 0; i < graph.objects.size(); ++i) {
     const LoadedObject& o = graph.objects[i];
     // ld.so prints "name => path" for objects asked for by a name other than their path.
     if (o.reason != LoadReason::main_program && o.reason != LoadReason::interpreter &&
-        !o.names.empty() && o.names.front() != o.path.string()) {
+        !o.names.empty() && as_printed(o.names.front(), origin) != o.path.string()) {
       entries[o.names.front()] = o.path.string();
     }
     for (const Resolution& need : o.needs) {
-      if (!need.resolved()) entries[need.soname] = "";
+      if (!need.resolved()) entries[as_printed(need.soname, origin)] = "";
     }
   }
   return entries;
 }
 
-std::vector<std::string> graph_order(const LoadGraph& graph) {
+std::vector<std::string> graph_order(const LoadGraph& graph, const std::string& origin = "") {
   std::vector<std::string> order;
   for (const LoadedObject& o : graph.objects) {
     if (o.reason != LoadReason::main_program && o.reason != LoadReason::interpreter &&
-        !o.names.empty() && o.names.front() != o.path.string()) {
+        !o.names.empty() && as_printed(o.names.front(), origin) != o.path.string()) {
       order.push_back(o.path.string());
     }
   }
@@ -48,15 +57,16 @@ std::vector<std::string> graph_order(const LoadGraph& graph) {
 }
 
 // Asserts that venvfix and ld.so agree on every name -> path and on the load order.
-void expect_same_as_loader(const LoadGraph& graph, const testing::LoaderListing& listing) {
+void expect_same_as_loader(const LoadGraph& graph, const testing::LoaderListing& listing,
+                           const std::string& origin = "") {
   std::map<std::string, std::string> expected;
   std::vector<std::string> expected_order;
   for (const auto& [name, path] : listing.entries) {
     expected[name] = path;
     if (!path.empty()) expected_order.push_back(path);
   }
-  EXPECT_EQ(graph_entries(graph), expected) << listing.raw;
-  EXPECT_EQ(graph_order(graph), expected_order) << listing.raw;
+  EXPECT_EQ(graph_entries(graph, origin), expected) << listing.raw;
+  EXPECT_EQ(graph_order(graph, origin), expected_order) << listing.raw;
 }
 
 class ElfResolver : public ::testing::Test {
@@ -326,6 +336,51 @@ TEST_F(ElfResolver, DlopenUsesTheCallersSearchPath) {
   EXPECT_FALSE(missing.resolved());
   Resolution loaded = resolver.resolve_dlopen(graph, graph.root, "libc.so.6");
   EXPECT_EQ(loaded.step, SearchStep::already_loaded);
+}
+
+TEST_F(ElfResolver, AGlibcHwcapsSubdirectoryComesBeforeItsParent) {
+  if (m_host.glibc_hwcaps.empty()) GTEST_SKIP() << "ld.so --help lists no glibc-hwcaps here";
+  // The same soname in a search directory and in the best glibc-hwcaps subdirectory this CPU
+  // supports: ld.so takes the subdirectory's copy.
+  const std::string best = "glibc-hwcaps/" + m_host.glibc_hwcaps.front();
+  build_shared_object(path("r/libh.so.1"), SharedObject("libh.so.1"));
+  build_shared_object(path("r/" + best + "/libh.so.1"), SharedObject("libh.so.1"));
+  build_shared_object(path("a/liba.so"), SharedObject("liba.so")
+                                             .needs(path("r/libh.so.1"))
+                                             .with_rpath({path("r").string()}, Tags::runpath));
+  LoadGraph graph = load(m_host, path("a/liba.so"));
+  const Resolution* r = need(graph, "liba.so", "libh.so.1");
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->resolved()) << r->error;
+  EXPECT_EQ(r->path, path("r/" + best + "/libh.so.1"));
+  expect_same_as_loader(graph, loader_list(path("a/liba.so")));
+}
+
+TEST_F(ElfResolver, OriginInADtNeededEntryIsTheConsumersDirectory) {
+  // A DT_NEEDED with a slash is opened as a path, after $ORIGIN is replaced by the directory
+  // of the object that needs it (not the root's).
+  build_shared_object(path("a/sub/libn.so.1"), SharedObject("libn.so.1"));
+  build_shared_object(path("a/libmid.so"), SharedObject("libmid.so"));
+  CommandResult patched = testing::run_command("patchelf --add-needed '$ORIGIN/sub/libn.so.1' " +
+                                               testing::quote(path("a/libmid.so").string()));
+  ASSERT_EQ(patched.status, 0) << patched.output;
+  build_shared_object(path("root/libroot.so"),
+                      SharedObject("libroot.so")
+                          .needs(path("a/libmid.so"))
+                          .with_rpath({path("a").string()}, Tags::runpath));
+  LoadGraph graph = load(m_host, path("root/libroot.so"));
+  const Resolution* r = need(graph, "libmid.so", "$ORIGIN/sub/libn.so.1");
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->resolved()) << r->error;
+  EXPECT_EQ(r->path, path("a/sub/libn.so.1"));
+  expect_same_as_loader(graph, loader_list(path("root/libroot.so")), path("a").string());
+  // Moved away, the entry is unresolved for the loader too.
+  fs::remove(path("a/sub/libn.so.1"));
+  LoadGraph missing = load(m_host, path("root/libroot.so"));
+  const Resolution* gone = need(missing, "libmid.so", "$ORIGIN/sub/libn.so.1");
+  ASSERT_NE(gone, nullptr);
+  EXPECT_FALSE(gone->resolved());
+  expect_same_as_loader(missing, loader_list(path("root/libroot.so")), path("a").string());
 }
 
 TEST_F(ElfResolver, TestCacheAgreesWithTheLoaderInAPrivateMountNamespace) {

@@ -227,6 +227,34 @@ TEST_F(Probe, VersionsAreJudgedAgainstThePinsAndTorchsCudnnRule) {
   }
 }
 
+TEST_F(Probe, ALibraryTheStaticAnalysisCalledUnresolvedButThatLoadedIsNamed) {
+  if (!hermetic_possible()) GTEST_SKIP() << "the hermetic view needs root and unshare";
+  // The seed venv lacks libcudnn.so.9, so the static analysis calls it unresolved; the probe
+  // command opens a build of it by path before the import, so the import finds it loaded.
+  fs::path cudnn = compile("libcudnn.so.9", "libcudnn.so.9",
+                           "#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 91900; }\n");
+  const fs::path venv = scenario("seed");
+  ProbeResult result = probe(venv, View::hermetic,
+                             "import ctypes\nctypes.CDLL('" + cudnn.string() + "')\nimport torch");
+  ASSERT_TRUE(result.run.import_ok) << result.run.error;
+  const LoadedLibrary* library = loaded(result, "libcudnn.so.9");
+  ASSERT_NE(library, nullptr);
+  EXPECT_EQ(library->path, cudnn);
+  EXPECT_THAT(kinds(result), ::testing::Contains("loaded-though-unresolved libcudnn.so.9 warning"));
+  for (const ProbeFinding& f : result.findings) {
+    if (f.kind != ProbeKind::loaded_though_unresolved) continue;
+    EXPECT_EQ(f.expected, "unresolved");
+    EXPECT_EQ(f.paths, std::vector<std::string>{cudnn.string()});
+    EXPECT_THAT(f.message, HasSubstr("though the static analysis found it unresolved"));
+  }
+  // Without the probe command's help the same venv fails: the finding is about this import.
+  ProbeResult plain = probe(venv, View::hermetic);
+  EXPECT_FALSE(plain.run.import_ok);
+  EXPECT_THAT(
+      kinds(plain),
+      ::testing::Not(::testing::Contains("loaded-though-unresolved libcudnn.so.9 warning")));
+}
+
 TEST_F(Probe, AHangingImportIsKilledAtTheTimeLimit) {
   ProbeResult result = probe(scenario("healthy"), View::host, "import time\ntime.sleep(60)", 1);
   EXPECT_FALSE(result.run.completed);
