@@ -17,8 +17,10 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <variant>
 
+#include "venvfix/base/byte_reader.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
 
@@ -73,11 +75,13 @@ class StringReader {
     std::uint64_t window = 256;
     while (position < m_size) {
       const std::uint64_t length = std::min(window, m_size - position);
-      if (m_offset > static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max()) - position) {
+      // libelf takes a signed offset: one the file's fields add up past INT64_MAX is outside.
+      const std::optional<std::uint64_t> at_file = checked_add(m_offset, position);
+      if (!at_file || *at_file > static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max())) {
         return Failure::outside_file;
       }
-      Elf_Data* data = elf_getdata_rawchunk(m_elf, static_cast<int64_t>(m_offset + position),
-                                            length, ELF_T_BYTE);
+      Elf_Data* data =
+          elf_getdata_rawchunk(m_elf, static_cast<int64_t>(*at_file), length, ELF_T_BYTE);
       if (data == nullptr || data->d_buf == nullptr) return Failure::outside_file;
       const auto* bytes = static_cast<const char*>(data->d_buf);
       if (auto found = string_in(bytes, data->d_size)) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "txn/paths.hpp"
+#include "venvfix/base/json_fields.hpp"
 
 namespace venvfix::txn {
 
@@ -65,54 +66,68 @@ std::string to_json_text(const Journal& journal) {
   return document.dump(1) + "\n";
 }
 
+namespace {
+
+Result<StepOp> parse_step_op(const std::string& op, const JsonFields& fields) {
+  if (op == "make_dir") return StepOp::make_dir;
+  if (op == "move_out") return StepOp::move_out;
+  if (op == "move_in") return StepOp::move_in;
+  if (op == "prune_dir") return StepOp::prune_dir;
+  return fields.fail("unknown step {}", op);
+}
+
+Result<Step> parse_step(const json& object, std::string context) {
+  if (!object.is_object()) return make_error(ExitCode::error, "{}: not an object", context);
+  const JsonFields fields(object, std::move(context), ExitCode::error);
+  Step step;
+  VENVFIX_TRY_ASSIGN(std::string op, fields.string("op"));
+  VENVFIX_TRY_ASSIGN(step.op, parse_step_op(op, fields));
+  VENVFIX_TRY_ASSIGN(step.path, fields.string("path"));
+  if (!is_safe_relative(step.path) || is_state_path(step.path)) {
+    return fields.fail("step path {} leaves the venv", step.path);
+  }
+  if (step.op == StepOp::make_dir || step.op == StepOp::prune_dir) {
+    VENVFIX_TRY_ASSIGN(std::optional<std::uint64_t> mode, fields.count("mode"));
+    step.mode = static_cast<std::uint32_t>(*mode & 07777);
+  }
+  return step;
+}
+
+}  // namespace
+
 Result<Journal> parse_journal(std::string_view text, std::string_view source) {
   json document = json::parse(text, nullptr, false);
-  auto bad = [&](std::string_view what) {
-    return make_error(ExitCode::error, "{} is not a valid venvfix journal: {}", source, what);
-  };
-  if (document.is_discarded() || !document.is_object()) return bad("not a JSON object");
-  if (document.value("schema", "") != "venvfix-journal/1") return bad("unknown schema");
-  try {
-    Journal journal;
-    journal.id = document.at("id").get<std::string>();
-    journal.reason = document.at("reason").get<std::string>();
-    journal.created = document.at("created").get<std::string>();
-    journal.pid = document.at("pid").get<long>();
-    journal.staging = document.at("staging").get<std::string>();
-    journal.staging_owned = document.at("staging_owned").get<bool>();
-    journal.consumes = document.at("consumes").get<std::string>();
-    journal.relink = document.value("relink", false);
-    if (!is_safe_id(journal.id)) return bad("bad id");
-    if (!journal.consumes.empty() && !is_safe_id(journal.consumes)) return bad("bad consumes");
-    if (!is_safe_relative(journal.staging) || !journal.staging.starts_with(".venvfix/")) {
-      return bad("bad staging directory");
-    }
-    for (const json& s : document.at("steps")) {
-      Step step;
-      std::string op = s.at("op").get<std::string>();
-      if (op == "make_dir")
-        step.op = StepOp::make_dir;
-      else if (op == "move_out")
-        step.op = StepOp::move_out;
-      else if (op == "move_in")
-        step.op = StepOp::move_in;
-      else if (op == "prune_dir")
-        step.op = StepOp::prune_dir;
-      else
-        return bad("unknown step " + op);
-      step.path = s.at("path").get<std::string>();
-      if (!is_safe_relative(step.path) || is_state_path(step.path)) {
-        return bad("step path " + step.path + " leaves the venv");
-      }
-      if (step.op == StepOp::make_dir || step.op == StepOp::prune_dir) {
-        step.mode = s.at("mode").get<std::uint32_t>() & 07777;
-      }
-      journal.steps.push_back(std::move(step));
-    }
-    return journal;
-  } catch (const json::exception& e) {
-    return bad(e.what());
+  const std::string context = fmt::format("{} is not a valid venvfix journal", source);
+  if (document.is_discarded() || !document.is_object()) {
+    return make_error(ExitCode::error, "{}: not a JSON object", context);
   }
+  const JsonFields fields(document, context, ExitCode::error);
+  if (fields.string("schema").value_or("") != "venvfix-journal/1") {
+    return fields.fail("unknown schema");
+  }
+  Journal journal;
+  VENVFIX_TRY_ASSIGN(journal.id, fields.string("id"));
+  VENVFIX_TRY_ASSIGN(journal.reason, fields.string("reason"));
+  VENVFIX_TRY_ASSIGN(journal.created, fields.string("created"));
+  VENVFIX_TRY_ASSIGN(std::optional<std::int64_t> pid, fields.integer("pid"));
+  journal.pid = static_cast<long>(*pid);
+  VENVFIX_TRY_ASSIGN(journal.staging, fields.string("staging"));
+  VENVFIX_TRY_ASSIGN(journal.staging_owned, fields.boolean("staging_owned"));
+  VENVFIX_TRY_ASSIGN(journal.consumes, fields.string("consumes"));
+  VENVFIX_TRY_ASSIGN(journal.relink, fields.boolean("relink", Presence::optional, false));
+  if (!is_safe_id(journal.id)) return fields.fail("bad id");
+  if (!journal.consumes.empty() && !is_safe_id(journal.consumes))
+    return fields.fail("bad consumes");
+  if (!is_safe_relative(journal.staging) || !journal.staging.starts_with(".venvfix/")) {
+    return fields.fail("bad staging directory");
+  }
+  VENVFIX_TRY_ASSIGN(const json* steps, fields.array("steps"));
+  for (std::size_t i = 0; i < steps->size(); ++i) {
+    VENVFIX_TRY_ASSIGN(Step step,
+                       parse_step((*steps)[i], fmt::format("{}: step {}", context, i + 1)));
+    journal.steps.push_back(std::move(step));
+  }
+  return journal;
 }
 
 namespace {

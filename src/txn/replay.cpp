@@ -8,12 +8,12 @@
 #include <cerrno>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "txn/paths.hpp"
+#include "venvfix/base/parallel.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
 namespace venvfix::txn {
@@ -106,31 +106,14 @@ Status sync_touched_dirs(StepFs& disk, int rootfd, const fs::path& root, const J
   }
   // Each directory once. Several threads: the filesystem folds concurrent fsyncs into one
   // journal commit, where one thread would wait for a commit per directory.
-  std::vector<std::string> list(dirs.begin(), dirs.end());
-  std::size_t threads = std::min<std::size_t>(8, (list.size() + 7) / 8);
-  std::vector<std::string> errors(std::max<std::size_t>(threads, 1));
-  auto worker = [&](std::size_t index) {
-    for (std::size_t i = index; i < list.size(); i += std::max<std::size_t>(threads, 1)) {
-      const std::string& dir = list[i];
-      int error = disk.sync(rootfd, dir, StepFs::Sync::directory);
-      if (error == ENOENT) continue;  // pruned, or a snapshot directory never needed
-      if (error != 0) {
-        errors[index] = fmt::format("{}: fsync: {}", (root / dir).string(), errno_message(error));
-        return;
-      }
-    }
-  };
-  if (threads <= 1) {
-    worker(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(worker, t);
-    for (std::thread& thread : pool) thread.join();
-  }
-  for (const std::string& error : errors) {
-    if (!error.empty()) return make_error(ExitCode::error, "{}", error);
-  }
-  return ok();
+  const std::vector<std::string> list(dirs.begin(), dirs.end());
+  const std::size_t threads = std::min<std::size_t>(8, (list.size() + 7) / 8);
+  return run_parallel(list.size(), threads, [&](std::size_t i, const JobContext&) -> Status {
+    int error = disk.sync(rootfd, list[i], StepFs::Sync::directory);
+    if (error == ENOENT || error == 0) return ok();  // ENOENT: pruned, or never needed
+    return make_error(ExitCode::error, "{}: fsync: {}", (root / list[i]).string(),
+                      errno_message(error));
+  });
 }
 
 namespace {
