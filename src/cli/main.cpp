@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "cli/command.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/manifest/manifests.hpp"
 
 namespace venvfix::cli {
 
@@ -88,11 +90,25 @@ Error usage_error(CLI::App& app, const CLI::ParseError& e) {
   return make_error(ExitCode::usage, "{}: {} (see `{} --help`)", path, message, path);
 }
 
+// "venvfix 0.1.0 (manifests of 2026-12-02, /usr/share/venvfix/manifests)": the version, and
+// how current the knowledge it plans with is.
+std::string version_text() {
+  const std::filesystem::path dir = manifest::Manifests::default_dir();
+  auto manifests = manifest::Manifests::load(dir);
+  if (!manifests) {
+    return fmt::format("venvfix {} (no usable manifests: {})", VENVFIX_VERSION,
+                       manifests.error().message);
+  }
+  const std::string& date = manifests->updated();
+  return fmt::format("venvfix {} (manifests of {}, {})", VENVFIX_VERSION,
+                     date.empty() ? "an unknown date" : date, dir.string());
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "venvfix: diagnose and repair Python virtual environments whose native libraries "
       "were broken by package operations"};
-  app.set_version_flag("--version", std::string("venvfix ") + VENVFIX_VERSION);
+  app.set_version_flag("--version", version_text);
   app.require_subcommand(1);
   app.fallthrough();
   app.footer(

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,18 @@ Result<json> parse_json(std::string_view text, std::string_view name) {
     return make_error(ExitCode::error, "{}: not a valid JSON object", name);
   }
   return document;
+}
+
+// A file's "updated" date, checked for its form; "" when the file has none (test manifests).
+Result<std::string> updated_date(const json& document, std::string_view name) {
+  const JsonFields fields(document, std::string(name), ExitCode::error);
+  VENVFIX_TRY_ASSIGN(std::string date, fields.string("updated", Presence::optional));
+  const bool well_formed = date.size() == 10 && date[4] == '-' && date[7] == '-' &&
+                           std::all_of(date.begin(), date.end(),
+                                       [](char c) { return c == '-' || (c >= '0' && c <= '9'); });
+  if (!date.empty() && !well_formed)
+    return fields.fail("\"updated\" must be YYYY-MM-DD, not {}", date);
+  return date;
 }
 
 Status check_schema(const json& document, std::string_view name, std::string_view expected) {
@@ -336,6 +349,14 @@ Result<Manifests> Manifests::from_text(std::string_view nvidia_json, std::string
   }
   VENVFIX_TRY_ASSIGN(manifests.m_torch_preload.rules, parse_preload_rules(pr));
   VENVFIX_TRY_ASSIGN(manifests.m_torch_preload.builds, parse_torch_builds(torch));
+  const std::array<std::pair<const json*, std::string_view>, 3> files{
+      {{&nvidia, "nvidia-wheels.json"},
+       {&system, "system-libraries.json"},
+       {&torch, "torch.json"}}};
+  for (const auto& [document, name] : files) {
+    VENVFIX_TRY_ASSIGN(std::string date, updated_date(*document, name));
+    manifests.m_updated = std::max(manifests.m_updated, date);  // ISO dates sort as text
+  }
   return manifests;
 }
 

@@ -70,7 +70,7 @@ def probe_versions(spec: pepmini.SpecifierSet) -> list[str]:
 
 def check_nvidia(c: Checker, doc: dict) -> dict[str, dict]:
     f = "manifests/nvidia-wheels.json"
-    c.keys(f, doc, {"schema": str, "distributions": list})
+    c.keys(f, doc, {"schema": str, "updated": str, "distributions": list})
     if doc.get("schema") != "venvfix-manifest-nvidia/1":
         c.fail(f, "schema must be venvfix-manifest-nvidia/1")
     by_name: dict[str, dict] = {}
@@ -153,7 +153,7 @@ def release_for(dist: dict, version: str) -> dict | None:
 
 def check_system(c: Checker, doc: dict) -> None:
     f = "manifests/system-libraries.json"
-    c.keys(f, doc, {"schema": str, "libraries": list, "patterns": list})
+    c.keys(f, doc, {"schema": str, "updated": str, "libraries": list, "patterns": list})
     if doc.get("schema") != "venvfix-manifest-system/1":
         c.fail(f, "schema must be venvfix-manifest-system/1")
     seen = set()
@@ -174,7 +174,7 @@ def check_system(c: Checker, doc: dict) -> None:
 
 def check_torch(c: Checker, doc: dict, nvidia: dict[str, dict]) -> None:
     f = "manifests/torch.json"
-    c.keys(f, doc, {"schema": str, "preload": dict, "builds": list}, {"builds_note": str})
+    c.keys(f, doc, {"schema": str, "updated": str, "preload": dict, "builds": list}, {"builds_note": str})
     if doc.get("schema") != "venvfix-manifest-torch/1":
         c.fail(f, "schema must be venvfix-manifest-torch/1")
     pre = doc.get("preload", {})

@@ -134,6 +134,9 @@ class Manifests {
   // "system" or "driver" when the soname must never be fetched.
   std::optional<Provider> system_provider(std::string_view soname) const;
   const TorchPreload& torch_preload() const { return m_torch_preload; }
+  // The newest "updated" date (YYYY-MM-DD) of the three files: how current venvfix's
+  // knowledge of torch and the NVIDIA wheels is (`venvfix --version`). "" when none says.
+  const std::string& updated() const { return m_updated; }
 
   // For tests: build from JSON text. `name` is used in error messages.
   static Result<Manifests> from_text(std::string_view nvidia_json, std::string_view system_json,
@@ -145,6 +148,7 @@ class Manifests {
   std::vector<std::string> m_system_globs;  // parallel to m_system_glob_providers
   std::vector<Provider> m_system_glob_providers;
   TorchPreload m_torch_preload;
+  std::string m_updated;
 };
 
 }  // namespace venvfix::manifest
