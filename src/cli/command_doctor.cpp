@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
+#include "venvfix/guard/guard.hpp"
 #include "venvfix/verify/probe.hpp"
 #include "venvfix/verify/report.hpp"
 
@@ -78,13 +79,24 @@ Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
     judged = verify::judge_probe(std::move(**ran), analysis, session.manifests);
   }
   const verify::Colors colors = stdout_wants_color() ? verify::Colors::on : verify::Colors::off;
+  // Whether pip and uv run guarded here (`venvfix guard`); a damaged guard state is said, not
+  // fatal: the diagnosis stands without it.
+  auto guarded = guard::status(analysis.venv);
   if (options.json) {
     nlohmann::json document = verify::doctor_json(analysis);
     if (judged) document["probe"] = verify::probe_json(*judged);
+    document["guard"] = guarded ? nlohmann::json(guarded->enabled) : nlohmann::json();
     std::cout << document.dump(2) << "\n";
   } else {
     verify::print_doctor_report(analysis, std::cout, colors);
     if (judged) verify::print_probe_report(*judged, std::cout, colors);
+    if (!guarded) {
+      std::cout << "guard: unknown (" << guarded.error().message << ")\n";
+    } else {
+      std::cout << (guarded->enabled ? "guard: on (pip and uv changes run under `venvfix run "
+                                       "--snapshot`)\n"
+                                     : "guard: off (`venvfix guard enable` guards pip and uv)\n");
+    }
   }
   bool problems =
       analysis.has_problems(args.strict) || (judged && judged->has_problems(args.strict));

@@ -127,6 +127,7 @@ int run(int argc, char** argv) {
   add_run_command(app, context);
   add_apply_command(app, context);
   add_uninstall_command(app, context);
+  add_guard_command(app, context);
   add_load_check_command(app, context);
 
   try {

@@ -38,6 +38,8 @@ const std::map<std::string, std::set<std::string>>& allowed_dependencies() {
       {"apply",
        {"base", "pep", "elf", "env", "dist", "manifest", "index", "fetch", "wheel", "verify",
         "plan", "txn"}},
+      // The guard around pip and uv: wrappers in bin/, and run_guarded for what changes.
+      {"guard", {"base", "env"}},
   };
   return k_allowed;
 }

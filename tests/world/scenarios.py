@@ -39,6 +39,44 @@ def run(cmd: list[str]) -> None:
         raise RuntimeError(f"scenario step failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
 
 
+
+def relocate_venv(venv: Path) -> None:
+    """Points a copied venv's scripts at itself, as if pip had made it where it now is.
+
+    A copy (cp -a of a template built elsewhere) keeps the template's absolute paths in bin/:
+    pip's scripts' shebangs and activate's VIRTUAL_ENV. Tests that run bin/pip or source
+    bin/activate need the copy's own.
+    """
+    bin_dir = venv / "bin"
+    pip = bin_dir / "pip"
+    if not pip.is_file():
+        return
+    first = pip.read_bytes().split(b"\n", 1)[0]
+    marker = b"/bin/python"
+    if not first.startswith(b"#!") or marker not in first:
+        return
+    old = first[2:first.index(marker)]
+    new = str(venv.resolve()).encode()
+    if old == new:
+        return
+    for script in bin_dir.iterdir():
+        if script.is_symlink() or not script.is_file():
+            continue
+        data = script.read_bytes()
+        if old not in data or b"\0" in data[:4096]:
+            continue
+        head, _, rest = data.partition(b"\n")
+        if head.startswith(b"#!") and b" " in new:
+            # A shebang cannot hold a space: pip (distlib) writes this /bin/sh trampoline then.
+            python = head[2:].replace(old, new)
+            head = b"#!/bin/sh\n'''exec' \"" + python + b"\" \"$0\" \"$@\"\n' '''"
+        else:
+            head = head.replace(old, new)
+        mode = script.stat().st_mode
+        script.write_bytes(head + b"\n" + rest.replace(old, new))
+        script.chmod(mode)
+
+
 class Maker:
     def __init__(self, world: Path) -> None:
         self.world = world
@@ -90,6 +128,7 @@ class Maker:
     def derive(self, base: str, dest: Path) -> None:
         subprocess.run(["cp", "-a", str(self.template(base)), str(dest)], check=True)
         (dest / READY).unlink()
+        relocate_venv(dest)
 
     # --- the scenarios -----------------------------------------------------------------------
     def make_healthy(self, d: Path) -> None:
@@ -204,3 +243,4 @@ def make(name: str, world: Path, out: Path) -> None:
         out.rmdir()
     subprocess.run(["cp", "-a", str(t), str(out)], check=True)
     (out / READY).unlink()
+    relocate_venv(out)
