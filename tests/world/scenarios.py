@@ -7,6 +7,9 @@ everything in a venv is relative except the console-script shebangs: call
 """
 from __future__ import annotations
 
+import base64
+import csv
+import hashlib
 import os
 import shutil
 import subprocess
@@ -59,6 +62,7 @@ def relocate_venv(venv: Path) -> None:
     new = str(venv.resolve()).encode()
     if old == new:
         return
+    rewritten: dict[str, bytes] = {}
     for script in bin_dir.iterdir():
         if script.is_symlink() or not script.is_file():
             continue
@@ -73,8 +77,23 @@ def relocate_venv(venv: Path) -> None:
         else:
             head = head.replace(old, new)
         mode = script.stat().st_mode
-        script.write_bytes(head + b"\n" + rest.replace(old, new))
+        written = head + b"\n" + rest.replace(old, new)
+        script.write_bytes(written)
         script.chmod(mode)
+        rewritten[script.name] = written
+    # RECORD lists the scripts with their hash and size: record what is there now, as pip does.
+    for record in venv.glob("lib*/python*/site-packages/*.dist-info/RECORD"):
+        rows = list(csv.reader(record.read_text().splitlines()))
+        changed = False
+        for row in rows:
+            name = row[0].rsplit("/", 1)[-1] if row and row[0].startswith("../") else None
+            if name in rewritten and row[0].endswith("/bin/" + name):
+                digest = base64.urlsafe_b64encode(hashlib.sha256(rewritten[name]).digest())
+                row[1:3] = ["sha256=" + digest.rstrip(b"=").decode(), str(len(rewritten[name]))]
+                changed = True
+        if changed:
+            with record.open("w", newline="") as f:
+                csv.writer(f, lineterminator="\n").writerows(rows)
 
 
 class Maker:
