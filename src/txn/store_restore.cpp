@@ -141,6 +141,10 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
                                                       const Manifest& manifest,
                                                       const StateDelta& delta, KeepSnapshot keep,
                                                       StepFs& disk) {
+  if (delta.put_back.empty() && delta.added_files.empty() && delta.added_dirs.empty() &&
+      delta.missing_dirs.empty()) {
+    return std::optional<std::string>();  // the venv is the snapshot's state: no transaction
+  }
   EntryIndex entries;
   for (const ManifestEntry& e : manifest.entries) entries.emplace(e.path, &e);
   VENVFIX_TRY_ASSIGN(Fd root, open_root(venv));
