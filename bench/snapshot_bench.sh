@@ -3,7 +3,7 @@
 # on the machine's disk and (as root, where a loop device can be had) on XFS with reflinks.
 #
 #   nice bench/snapshot_bench.sh [VENVFIX_BINARY]
-#   env: BIG_GB (default 3: size of the big .so-like files), SMALL_FILES (default 30000),
+#   env: BIG_GB (default 3: size of the big .so-like files; BIG_MB for less), SMALL_FILES (default 30000),
 #        ROUNDS (default 3; medians are reported), FILESYSTEMS (default "disk xfs"),
 #        BENCH_DIR (default: a new directory under $TMPDIR or /tmp; removed afterwards)
 #
@@ -21,7 +21,7 @@
 #                           750 files rewritten: new inodes), then `rollback`
 set -euo pipefail
 venvfix=$(realpath "${1:-build/venvfix}")
-big_gb=${BIG_GB:-3}
+big_mb=${BIG_MB:-$((${BIG_GB:-3} * 1024))}
 small=${SMALL_FILES:-30000}
 rounds=${ROUNDS:-3}
 filesystems=${FILESYSTEMS:-disk xfs}
@@ -49,8 +49,10 @@ generate() {  # generate ROOT
   local venv=$1 site=$1/lib/python3.12/site-packages
   mkdir -p "$venv/bin" "$site"
   printf 'home = /usr/bin\nversion = 3.12.3\n' >"$venv/pyvenv.cfg"
-  [ -f "$work/chunk" ] || head -c $((64 << 20)) /dev/urandom >"$work/chunk"
-  local per_file_chunks=$(((big_gb * 1024) / 64 / 24))
+  local chunk_mb=64
+  [ "$big_mb" -ge $((24 * 64)) ] || chunk_mb=1
+  [ -f "$work/chunk" ] || head -c $((chunk_mb << 20)) /dev/urandom >"$work/chunk"
+  local per_file_chunks=$((big_mb / chunk_mb / 24))
   [ "$per_file_chunks" -ge 1 ] || per_file_chunks=1
   for i in $(seq 1 24); do
     local d=$site/nvidia/lib$((i % 8))/lib
@@ -87,7 +89,7 @@ PY
 
 bench_on() {  # bench_on LABEL DIR
   local label=$1 dir=$2 venv=$2/venv site=$2/venv/lib/python3.12/site-packages
-  echo "[$label] generating the venv in $dir ($big_gb GB in 24 big files, $small small files)" >&2
+  echo "[$label] generating the venv in $dir ($big_mb MiB in 24 big files, $small small files)" >&2
   generate "$venv"
   local files bytes
   files=$(find "$venv" -type f | wc -l)
@@ -145,7 +147,7 @@ for fs_name in $filesystems; do
         echo "xfs: skipped (needs root and mkfs.xfs)" >&2
         continue
       fi
-      truncate -s $((big_gb * 3 + 4))G "$work/xfs.img"
+      truncate -s $((big_mb * 3 / 1024 + 4))G "$work/xfs.img"
       mkfs.xfs -q -m reflink=1 "$work/xfs.img"
       if ! loop=$(losetup -f --show "$work/xfs.img"); then
         echo "xfs: skipped (no loop device)" >&2

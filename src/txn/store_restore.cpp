@@ -153,10 +153,20 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
   VENVFIX_TRY(check_store(venv, store_fd, manifest, entries, delta.put_back));
   VENVFIX_TRY_ASSIGN(fs::path staging_dir, make_staging_dir(venv));
   std::string staging = staging_dir.lexically_relative(venv.root).string();
-  if (auto status = stage(disk, root.get(), store_fd, venv.root, staging, entries, delta);
-      !status) {
+  auto staged = stage(disk, root.get(), store_fd, venv.root, staging, entries, delta);
+  // The staged names must be durable before a journal refers to them: a move_in whose staged
+  // name a power cut lost would read as done, and its undo would take the venv's file. The data
+  // is (create ended with a syncfs), but a hard link's directory entry is not made durable by
+  // the fdatasync begin() gives a few staged files: one syncfs covers them all.
+  if (staged && !delta.put_back.empty()) {
+    if (int error = disk.sync_fs(root.get()); error != 0) {
+      staged =
+          make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(error));
+    }
+  }
+  if (!staged) {
     (void)remove_tree_at(disk, root.get(), staging, venv.root);
-    return std::move(status).error();
+    return std::move(staged).error();
   }
   ChangeSet changes;
   changes.reason = fmt::format("rollback to {}", manifest.id);
