@@ -1,6 +1,6 @@
 // Format 2 snapshots on XFS with reflinks (an image on a loop device, mounted by the test as
 // root; skipped, saying why, where that cannot be done). The store holds hard links there too
-// (docs/benchmarks.md: a clone costs 3-4 times a link); FICLONE serves the one restore that must
+// (docs/benchmarks.md: a clone costs 2-4 times a link); FICLONE serves the one restore that must
 // copy data (a file whose mode was changed through its shared inode).
 #include <fcntl.h>
 #include <gtest/gtest.h>
