@@ -1,40 +1,65 @@
 #!/usr/bin/env bash
-# Snapshot + rollback of a torch-sized venv against `cp -a` of it, side by side in one run.
+# Snapshots of a torch-sized venv against `cp -al` and `cp -a` of it, side by side in one run,
+# on the machine's disk and (as root, where a loop device can be had) on XFS with reflinks.
 #
-#   bench/snapshot_bench.sh [VENVFIX_BINARY]
-#   env: BIG_GB (default 3: size of the big .so-like files), SMALL_FILES (default 30000),
+#   nice bench/snapshot_bench.sh [VENVFIX_BINARY]
+#   env: BIG_GB (default 3: size of the big .so-like files; BIG_MB for less), SMALL_FILES (default 30000),
+#        ROUNDS (default 3; medians are reported), FILESYSTEMS (default "disk xfs"),
 #        BENCH_DIR (default: a new directory under $TMPDIR or /tmp; removed afterwards)
 #
 # The venv is generated: BIG_GB of large files (like libtorch_cuda.so, libcudnn*.so: 24 files)
 # of non-zero, non-sparse data, and SMALL_FILES small files (0.5-8 KiB, like .py and
-# metadata) spread over ~1500 directories. Page cache is warm for every step (the data was
-# just written); both sides get the same treatment. Two more rows for scale: `cp -al` of the
-# same tree (hard links only, no data: what any hard-link snapshot costs at the least on this
-# filesystem), and, where this user may drop the page cache (root), `cp -a` from a cold cache.
+# metadata) in 40 packages over ~1500 directories. Page cache warm for every step. Each round:
+#   cp -a (+sync -f)        a full copy: the yardstick of the 2 % goal
+#   cp -al (+sync -f)       hard links and directories only: the yardstick of the first snapshot
+#   cp -a --reflink=always  (XFS only) a clone of every file: why the store holds hard links
+#   first                   `snapshot create` with no .venvfix/ at all (every file linked into the
+#                           store), then what `pip uninstall` of a CUDA wheel does (two big
+#                           libraries and a 750-file package go), then `rollback`
+#   later                   `snapshot create` again (the store holds every file: a stat pass),
+#                           then what `pip install --force-reinstall` of that package does (its
+#                           750 files rewritten: new inodes), then `rollback`
 set -euo pipefail
-venvfix=${1:-build/venvfix}
-big_gb=${BIG_GB:-3}
+venvfix=$(realpath "${1:-build/venvfix}")
+big_mb=${BIG_MB:-$((${BIG_GB:-3} * 1024))}
 small=${SMALL_FILES:-30000}
+rounds=${ROUNDS:-3}
+filesystems=${FILESYSTEMS:-disk xfs}
 work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/venvfix-snapshot-bench-XXXXXX")}
-trap 'rm -rf "$work"' EXIT
-venv=$work/venv
-site=$venv/lib/python3.12/site-packages
+mnt="" loop=""
+cleanup() {
+  if [ -n "$mnt" ]; then umount "$mnt" || umount -l "$mnt" || true; fi
+  if [ -n "$loop" ]; then losetup -d "$loop" || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
-now() { date +%s.%N; }
-elapsed() { python3 -c "import sys; print(f'{(float(sys.argv[2])-float(sys.argv[1]))*1000:.0f}')" "$1" "$2"; }
+ms() { python3 -c "import sys; print(round((float(sys.argv[2])-float(sys.argv[1]))*1000))" "$1" "$2"; }
+timed() {  # timed VAR command...: runs it, stores the milliseconds in VAR
+  local var=$1 t0 t1
+  shift
+  t0=$(date +%s.%N)
+  "$@" >/dev/null
+  t1=$(date +%s.%N)
+  printf -v "$var" '%s' "$(ms "$t0" "$t1")"
+}
+median() { python3 -c "import statistics,sys; print(round(statistics.median(map(float,sys.argv[1:]))))" "$@"; }
 
-echo "generating the venv in $work ($big_gb GB in 24 big files, $small small files)" >&2
-mkdir -p "$venv/bin" "$site"
-printf 'home = /usr/bin\nversion = 3.12.3\n' >"$venv/pyvenv.cfg"
-head -c $((64 << 20)) /dev/urandom >"$work/chunk"
-per_file_chunks=$(( (big_gb * 1024) / 64 / 24 ))
-[ "$per_file_chunks" -ge 1 ] || per_file_chunks=1
-for i in $(seq 1 24); do
-  d=$site/nvidia/lib$((i % 8))/lib
-  mkdir -p "$d"
-  for _ in $(seq 1 "$per_file_chunks"); do cat "$work/chunk"; done >"$d/libbig$i.so.1"
-done
-python3 - "$site" "$small" <<'PY'
+generate() {  # generate ROOT
+  local venv=$1 site=$1/lib/python3.12/site-packages
+  mkdir -p "$venv/bin" "$site"
+  printf 'home = /usr/bin\nversion = 3.12.3\n' >"$venv/pyvenv.cfg"
+  local chunk_mb=64
+  [ "$big_mb" -ge $((24 * 64)) ] || chunk_mb=1
+  [ -f "$work/chunk" ] || head -c $((chunk_mb << 20)) /dev/urandom >"$work/chunk"
+  local per_file_chunks=$((big_mb / chunk_mb / 24))
+  [ "$per_file_chunks" -ge 1 ] || per_file_chunks=1
+  for i in $(seq 1 24); do
+    local d=$site/nvidia/lib$((i % 8))/lib
+    mkdir -p "$d"
+    for _ in $(seq 1 "$per_file_chunks"); do cat "$work/chunk"; done >"$d/libbig$i.so.1"
+  done
+  python3 - "$site" "$small" <<'PY'
 import os, random, sys
 site, count = sys.argv[1], int(sys.argv[2])
 random.seed(1)
@@ -45,45 +70,96 @@ for i in range(count):
     with open(os.path.join(d, f"mod{i}.py"), "wb") as f:
         f.write(blob[: random.randint(512, 8192)])
 PY
-sync
-files=$(find "$venv" -type f | wc -l)
-bytes=$(du -sb "$venv" | cut -f1)
+  sync
+}
 
-t0=$(now); cp -a "$venv" "$work/copy"; sync -f "$work/copy"; t1=$(now)
-cp_ms=$(elapsed "$t0" "$t1")
-rm -rf "$work/copy"
-cold_ms=""
-if sync && { echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; then
-  t0=$(now); cp -a "$venv" "$work/copy"; sync -f "$work/copy"; t1=$(now)
-  cold_ms=$(elapsed "$t0" "$t1")
-  rm -rf "$work/copy"
-  # Warm again for the rest, as before.
-  find "$venv" -type f -exec cat {} + > /dev/null
-fi
-t0=$(now); cp -al "$venv" "$work/links"; sync -f "$work/links"; t1=$(now)
-links_ms=$(elapsed "$t0" "$t1")
-rm -rf "$work/links"
-sync
+# What pip's --force-reinstall does to pkg7: every file written anew and renamed over its name.
+reinstall_pkg7() {
+  python3 - "$1/lib/python3.12/site-packages/pkg7" <<'PY'
+import os, sys
+for top, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        path = os.path.join(top, name)
+        data = open(path, "rb").read()
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.rename(path + ".tmp", path)
+PY
+}
 
-t0=$(now); "$venvfix" --venv "$venv" -q snapshot create >/dev/null; t1=$(now)
-create_ms=$(elapsed "$t0" "$t1")
-method=$("$venvfix" --venv "$venv" --json snapshot show | python3 -c 'import json,sys; print(json.load(sys.stdin)["method"])')
+bench_on() {  # bench_on LABEL DIR
+  local label=$1 dir=$2 venv=$2/venv site=$2/venv/lib/python3.12/site-packages
+  echo "[$label] generating the venv in $dir ($big_mb MiB in 24 big files, $small small files)" >&2
+  generate "$venv"
+  local files bytes
+  files=$(find "$venv" -type f | wc -l)
+  bytes=$(du -sb "$venv" | cut -f1)
+  local cpa=() cpal=() clone=() fc=() fr=() lc=() lr=() linked_first="" linked_later=""
+  for r in $(seq 1 "$rounds"); do
+    echo "[$label] round $r of $rounds" >&2
+    timed t cp -a "$venv" "$dir/copy"; sync -f "$dir/copy"; cpa+=("$t")
+    rm -rf "$dir/copy"
+    timed t cp -al "$venv" "$dir/links"; sync -f "$dir/links"; cpal+=("$t")
+    rm -rf "$dir/links"
+    if [ "$label" = xfs ]; then
+      timed t cp -a --reflink=always "$venv" "$dir/clone"; sync -f "$dir/clone"; clone+=("$t")
+      rm -rf "$dir/clone"
+    fi
+    rm -rf "$venv/.venvfix"
+    sync
+    timed t "$venvfix" --venv "$venv" -q snapshot create; fc+=("$t")
+    linked_first=$(find "$venv/.venvfix/store" -type f | wc -l)
+    rm -f "$site/nvidia/lib1/lib/libbig1.so.1" "$site/nvidia/lib1/lib/libbig9.so.1"
+    rm -rf "$site/pkg7"
+    timed t "$venvfix" --venv "$venv" -q rollback; fr+=("$t")
+    sync
+    timed t "$venvfix" --venv "$venv" -q snapshot create; lc+=("$t")
+    linked_later=$(($(find "$venv/.venvfix/store" -type f | wc -l) - linked_first))
+    reinstall_pkg7 "$venv"
+    sync
+    timed t "$venvfix" --venv "$venv" -q rollback; lr+=("$t")
+  done
+  local m_cpa m_cpal m_fc m_fr m_lc m_lr first later
+  m_cpa=$(median "${cpa[@]}") m_cpal=$(median "${cpal[@]}")
+  m_fc=$(median "${fc[@]}") m_fr=$(median "${fr[@]}") m_lc=$(median "${lc[@]}") m_lr=$(median "${lr[@]}")
+  first=$((m_fc + m_fr)) later=$((m_lc + m_lr))
+  local clone_cell="-"
+  [ ${#clone[@]} -gt 0 ] && clone_cell="$(median "${clone[@]}") ms"
+  cat <<TABLE
 
-# What `pip uninstall` of a CUDA wheel does: a big library and a package's small files go.
-rm -f "$site/nvidia/lib1/lib/libbig1.so.1" "$site/nvidia/lib1/lib/libbig9.so.1"
-rm -rf "$site/pkg7"
-t0=$(now); "$venvfix" --venv "$venv" -q rollback >/dev/null; t1=$(now)
-rollback_ms=$(elapsed "$t0" "$t1")
+$label ($(findmnt -no FSTYPE -T "$dir")): $files files, $((bytes >> 20)) MiB; medians of $rounds rounds (raw: cp -a ${cpa[*]}; cp -al ${cpal[*]}; first create ${fc[*]}, rollback ${fr[*]}; later create ${lc[*]}, rollback ${lr[*]})
 
-total=$((create_ms + rollback_ms))
-percent=$(python3 -c "print(f'{100*$total/$cp_ms:.2f}')")
-links_percent=$(python3 -c "print(f'{100*$links_ms/$cp_ms:.2f}')")
-cold_cell="not measured (page cache cannot be dropped here)"
-if [ -n "$cold_ms" ]; then
-  cold_cell="${cold_ms} ms (snapshot+rollback: $(python3 -c "print(f'{100*$total/$cold_ms:.2f}')") %)"
-fi
-cat <<TABLE
-| venv | cp -a (+sync) | snapshot create ($method) | rollback after uninstall | snapshot+rollback vs cp -a | cp -al (+sync) vs cp -a | cp -a, cold page cache |
-|---|---|---|---|---|---|---|
-| $files files, $((bytes >> 20)) MiB | ${cp_ms} ms | ${create_ms} ms | ${rollback_ms} ms | ${percent} % | ${links_ms} ms, ${links_percent} % | ${cold_cell} |
+| cp -a | cp -al | cp -a --reflink | first: create + rollback | ÷ cp -al | later: create + rollback | % of cp -a | store links: first, later |
+|---|---|---|---|---|---|---|---|
+| ${m_cpa} ms | ${m_cpal} ms | ${clone_cell} | ${m_fc} + ${m_fr} = ${first} ms | $(python3 -c "print(f'{$first/$m_cpal:.2f}x')") | ${m_lc} + ${m_lr} = ${later} ms | $(python3 -c "print(f'{100*$later/$m_cpa:.2f} %')") | ${linked_first}, ${linked_later} |
 TABLE
+}
+
+for fs_name in $filesystems; do
+  case $fs_name in
+    disk)
+      mkdir -p "$work/disk"
+      bench_on disk "$work/disk"
+      rm -rf "$work/disk"
+      ;;
+    xfs)
+      if [ "$(id -u)" != 0 ] || ! command -v mkfs.xfs >/dev/null; then
+        echo "xfs: skipped (needs root and mkfs.xfs)" >&2
+        continue
+      fi
+      truncate -s $((big_mb * 3 / 1024 + 4))G "$work/xfs.img"
+      mkfs.xfs -q -m reflink=1 "$work/xfs.img"
+      if ! loop=$(losetup -f --show "$work/xfs.img"); then
+        echo "xfs: skipped (no loop device)" >&2
+        loop=""
+        continue
+      fi
+      mkdir -p "$work/xfs"
+      mount "$loop" "$work/xfs"
+      mnt=$work/xfs
+      bench_on xfs "$work/xfs"
+      umount "$mnt"; mnt=""
+      losetup -d "$loop"; loop=""
+      ;;
+  esac
+done

@@ -20,6 +20,8 @@ std::string escape(std::string_view text) {
       out += "%0A";
     else if (c == '\r')
       out += "%0D";
+    else if (c == '\t')
+      out += "%09";
     else
       out += c;
   }
@@ -40,6 +42,8 @@ bool unescape(std::string_view text, std::string& out) {
       out += '\n';
     else if (code == "0D")
       out += '\r';
+    else if (code == "09")
+      out += '\t';
     else
       return false;
     i += 2;
@@ -106,8 +110,13 @@ std::string manifest_text(const Manifest& manifest) {
       escape(manifest.reason));
   out.reserve(out.size() + manifest.entries.size() * 96);
   for (const ManifestEntry& e : manifest.entries) {
-    fmt::format_to(std::back_inserter(out), "{} {:o} {} {} {} {} {} {} {}\n", e.type, e.mode,
-                   e.size, e.dev, e.ino, e.nlink, e.mtime_ns, e.ctime_ns, escape(e.path));
+    fmt::format_to(std::back_inserter(out), "{} {:o} {} {} {} {} {} {} {}", e.type, e.mode, e.size,
+                   e.dev, e.ino, e.nlink, e.mtime_ns, e.ctime_ns, escape(e.path));
+    if (e.type == 'S' && manifest.format >= 2 && manifest.kind == SnapshotKind::tree) {
+      out += '\t';
+      out += escape(e.target);
+    }
+    out += '\n';
   }
   return out;
 }
@@ -120,10 +129,11 @@ namespace {
 std::string parse_format_line(std::string_view line, Manifest& manifest) {
   if (!line.starts_with("venvfix-snapshot ")) return "not a venvfix snapshot manifest";
   if (!parse_number(line.substr(17), manifest.format)) return "bad format version";
-  if (manifest.format != k_manifest_format) {
+  if (manifest.format > k_manifest_format) {
     return fmt::format("format version {} is newer than this venvfix understands ({})",
                        manifest.format, k_manifest_format);
   }
+  if (manifest.format < k_oldest_manifest_format) return "bad format version";
   return "";
 }
 
@@ -174,6 +184,13 @@ std::string parse_entry_line(std::string_view line, Manifest& manifest) {
       !parse_number(fields[5], entry.nlink) || !parse_number(fields[6], entry.mtime_ns) ||
       !parse_number(fields[7], entry.ctime_ns)) {
     return "bad number";
+  }
+  // Version 2 tree snapshots keep a symlink's target after a tab (escaped, as tabs in paths are).
+  std::size_t tab = rest.find('\t');
+  if (entry.type == 'S' && manifest.format >= 2 && manifest.kind == SnapshotKind::tree) {
+    if (tab == std::string_view::npos) return "symlink entry without a target";
+    if (!unescape(rest.substr(tab + 1), entry.target)) return "bad escape";
+    rest = rest.substr(0, tab);
   }
   if (!unescape(rest, entry.path)) return "bad escape";
   if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {

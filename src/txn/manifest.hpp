@@ -1,6 +1,7 @@
-// The snapshot manifest, format version 1 (documented in snapshots/README.md):
+// The snapshot manifest, format version 2 (documented in snapshots/README.md; version 1 is still
+// read):
 //
-//   venvfix-snapshot 1
+//   venvfix-snapshot 2
 //   id <id>
 //   kind tree|transaction
 //   created <UTC ISO 8601>
@@ -8,13 +9,17 @@
 //   reason <text, escaped>
 //   entries
 //   <type> <mode octal> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <path, escaped>
+//   S … <path, escaped><TAB><target, escaped>      (version 2 tree snapshots)
 //   …
 //
-// Types: F regular file and S symlink held under files/<path>; D a directory of the state;
+// Types: F regular file (version 1: held under files/<path>; version 2 tree: held in the venv's
+// link store, store.hpp) and S symlink (version 1: under files/<path>; version 2 tree: its target
+// in the entry); D a directory of the state;
 // A a path the transaction added and C a directory it created (both absent in the state). Identity
 // fields are those of the venv file when the snapshot was taken (after linking); 0 where they do
-// not apply. Escaping: '%', newline and carriage return as %25, %0A, %0D. Unknown header keys are
-// ignored (so a later format 1 writer may add some); an unknown version is refused.
+// not apply. Escaping: '%', newline, carriage return and (version 2) tab as %25, %0A, %0D, %09.
+// Unknown header keys are ignored (so a later writer of the same version may add some); an unknown
+// version is refused.
 #pragma once
 
 #include <sys/stat.h>
@@ -29,7 +34,8 @@
 
 namespace venvfix::txn {
 
-inline constexpr int k_manifest_format = 1;
+inline constexpr int k_manifest_format = 2;
+inline constexpr int k_oldest_manifest_format = 1;
 
 struct ManifestEntry {
   char type = 'F';
@@ -41,6 +47,7 @@ struct ManifestEntry {
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
   std::string path;
+  std::string target;  // S entries of version 2 tree snapshots: the symlink's target
 };
 
 // An F or S entry with the identity of `st`; a D, C or A entry with only a mode.

@@ -1,11 +1,11 @@
-// Whole-venv snapshots: a mirror of the tree under <venv>/.venvfix/snapshots/<id>/files made
-// with reflink clones (FICLONE) where the filesystem supports them, else hard links; symlinks
-// are recreated and directories made with the same modes. Everything goes through directory
-// descriptors (*at() calls) so each entry costs one lookup in its own directory.
+// Whole-venv snapshots, format 2: one pass over the venv records every path's identity in the
+// manifest, and each regular file whose identity the link store (link_store.hpp) does not hold yet
+// gets one hard link there. Directories and symlinks cost only their manifest line. So the first
+// snapshot of a venv costs about a `cp -al` without its mkdirs, and every later one a stat pass
+// plus a link per file that changed. Everything goes through directory descriptors (*at() calls),
+// so each entry costs one lookup in its own directory.
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "txn/link_store.hpp"
 #include "txn/manifest.hpp"
 #include "txn/paths.hpp"
 #include "venvfix/txn/journal.hpp"
@@ -23,12 +24,11 @@ namespace venvfix::txn {
 
 namespace {
 
-enum class Method { untried, reflink, hardlink };
-
 struct Walker {
   fs::path root;  // for messages
-  fs::path snapshot_files;
-  Method method = Method::untried;
+  int store_fd = -1;
+  std::unordered_set<std::string> held;  // the store's names
+  std::size_t linked = 0;                // links added to the store
   Manifest manifest;
 
   Error error_at(const std::string& rel, std::string_view what, int error_number) const {
@@ -36,54 +36,33 @@ struct Walker {
                       errno_message(error_number));
   }
 
-  // Clones src into dst (created); false when the filesystem cannot clone.
-  Result<bool> try_reflink(int src_dir, int dst_dir, const char* name, mode_t mode,
-                           const std::string& rel) {
-    int in = ::openat(src_dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (in < 0) return error_at(rel, "open", errno);
-    Fd in_fd(in);
-    int out = ::openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
-    if (out < 0) return error_at(rel, "create the clone", errno);
-    Fd out_fd(out);
-    if (::ioctl(out, FICLONE, in) != 0) {
-      int saved = errno;
-      ::unlinkat(dst_dir, name, 0);
-      if (saved == EOPNOTSUPP || saved == ENOTTY || saved == EXDEV || saved == EINVAL ||
-          saved == ENOSYS || saved == EPERM) {
-        return false;
+  Status add_file(int src_dir, const char* name, const struct stat& st, const std::string& rel) {
+    ManifestEntry entry = entry_from_stat('F', st, rel);
+    std::string key = store_key(entry);
+    if (!held.contains(key)) {
+      if (::linkat(src_dir, name, store_fd, key.c_str(), 0) != 0 && errno != EEXIST) {
+        return error_at(rel, "link it into the store", errno);
       }
-      return error_at(rel, "clone", saved);
+      held.insert(std::move(key));
+      ++linked;
     }
-    if (::fchmod(out, mode & 07777) != 0) return error_at(rel, "chmod the clone", errno);
-    return true;
-  }
-
-  Status add_file(int src_dir, int dst_dir, const char* name, const struct stat& st,
-                  const std::string& rel) {
-    if (method != Method::hardlink) {
-      VENVFIX_TRY_ASSIGN(bool cloned, try_reflink(src_dir, dst_dir, name, st.st_mode, rel));
-      if (cloned) {
-        method = Method::reflink;
-        manifest.entries.push_back(entry_from_stat('F', st, rel));
-        return ok();
-      }
-      if (method == Method::reflink) {
-        return make_error(ExitCode::error, "cannot snapshot {}: the filesystem stopped cloning",
-                          (root / rel).string());
-      }
-      method = Method::hardlink;
-    }
-    if (::linkat(src_dir, name, dst_dir, name, 0) != 0) return error_at(rel, "link", errno);
-    // link(2) changes the inode's ctime: the identity is recorded after linking.
-    struct stat linked {};
-    if (::fstatat(dst_dir, name, &linked, AT_SYMLINK_NOFOLLOW) != 0) {
-      return error_at(rel, "stat", errno);
-    }
-    manifest.entries.push_back(entry_from_stat('F', linked, rel));
+    manifest.entries.push_back(std::move(entry));
     return ok();
   }
 
-  Status walk(int src_dir, int dst_dir, const std::string& rel_dir) {
+  Status add_symlink(int src_dir, const char* name, const struct stat& st, const std::string& rel) {
+    std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+    ssize_t n = ::readlinkat(src_dir, name, target.data(), target.size());
+    if (n < 0) return error_at(rel, "readlink", errno);
+    target.resize(static_cast<std::size_t>(n));
+    ManifestEntry entry = entry_from_stat('S', st, rel);
+    entry.size = target.size();
+    entry.target = std::move(target);
+    manifest.entries.push_back(std::move(entry));
+    return ok();
+  }
+
+  Status walk(int src_dir, const std::string& rel_dir) {
     int dup = ::dup(src_dir);
     if (dup < 0) return error_at(rel_dir, "dup", errno);
     DIR* stream = ::fdopendir(dup);
@@ -103,27 +82,15 @@ struct Walker {
         return error_at(rel, "stat", errno);
       }
       if (S_ISREG(st.st_mode)) {
-        VENVFIX_TRY(add_file(src_dir, dst_dir, name, st, rel));
+        VENVFIX_TRY(add_file(src_dir, name, st, rel));
       } else if (S_ISLNK(st.st_mode)) {
-        std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
-        ssize_t n = ::readlinkat(src_dir, name, target.data(), target.size());
-        if (n < 0) return error_at(rel, "readlink", errno);
-        target.resize(static_cast<std::size_t>(n));
-        if (::symlinkat(target.c_str(), dst_dir, name) != 0) return error_at(rel, "symlink", errno);
-        manifest.entries.push_back(entry_from_stat('S', st, rel));
+        VENVFIX_TRY(add_symlink(src_dir, name, st, rel));
       } else if (S_ISDIR(st.st_mode)) {
-        mode_t mode = st.st_mode & 07777;
-        // Owner access while filling it; the exact mode is set afterwards.
-        if (::mkdirat(dst_dir, name, 0700) != 0) return error_at(rel, "mkdir", errno);
-        manifest.entries.push_back(plain_entry('D', mode, rel));
-        int sub_src = ::openat(src_dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (sub_src < 0) return error_at(rel, "open directory", errno);
-        Fd sub_src_fd(sub_src);
-        int sub_dst = ::openat(dst_dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (sub_dst < 0) return error_at(rel, "open directory", errno);
-        Fd sub_dst_fd(sub_dst);
-        VENVFIX_TRY(walk(sub_src, sub_dst, rel));
-        if (::fchmod(sub_dst, mode) != 0) return error_at(rel, "chmod", errno);
+        manifest.entries.push_back(plain_entry('D', st.st_mode & 07777, rel));
+        int sub = ::openat(src_dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (sub < 0) return error_at(rel, "open directory", errno);
+        Fd sub_fd(sub);
+        VENVFIX_TRY(walk(sub, rel));
       } else {
         spdlog::warn("not in the snapshot: {} (not a file, symlink or directory)",
                      (root / rel).string());
@@ -132,6 +99,30 @@ struct Walker {
     return ok();
   }
 };
+
+Status make_dir(const fs::path& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) {
+    return make_error(ExitCode::error, "cannot create {}: {}", dir.string(), error.message());
+  }
+  return ok();
+}
+
+// Walks the venv into the store and writes the manifest into `dir`. The links are made durable
+// (one syncfs) before the manifest, which goes last: a snapshot directory without a manifest is
+// an interrupted creation (garbage), and store links no manifest references are dropped by the
+// next `prune` or `delete`.
+Status fill_snapshot(const env::Venv& venv, Walker& walker, const fs::path& dir) {
+  VENVFIX_TRY_ASSIGN(Fd src, open_file(venv.root, O_RDONLY | O_DIRECTORY));
+  VENVFIX_TRY_ASSIGN(Fd store, open_file(store_dir(venv), O_RDONLY | O_DIRECTORY));
+  walker.store_fd = store.get();
+  VENVFIX_TRY(walker.walk(src.get(), ""));
+  if (::syncfs(src.get()) != 0) {
+    return make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(errno));
+  }
+  return write_file_atomic(dir / "manifest", manifest_text(walker.manifest));
+}
 
 }  // namespace
 
@@ -147,53 +138,27 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
   }
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
   auto start = std::chrono::steady_clock::now();
-  fs::path base = snapshots_dir(venv);
-  std::error_code error;
-  fs::create_directories(base, error);
-  if (error) {
-    return make_error(ExitCode::error, "cannot create {}: {}", base.string(), error.message());
-  }
+  VENVFIX_TRY(make_dir(store_dir(venv)));
   Walker walker;
   walker.root = venv.root;
+  VENVFIX_TRY_ASSIGN(walker.held, store_names(venv));
   walker.manifest.id = new_id();
   walker.manifest.kind = SnapshotKind::tree;
   walker.manifest.created = utc_now_iso8601();
+  walker.manifest.method = "hardlink";
   walker.manifest.reason = std::move(reason);
-  fs::path dir = base / walker.manifest.id;
-  walker.snapshot_files = dir / "files";
-  fs::create_directories(walker.snapshot_files, error);
-  if (error) {
-    return make_error(ExitCode::error, "cannot create {}: {}", dir.string(), error.message());
-  }
-  auto fail = [&](Error e) {
+  fs::path dir = snapshots_dir(venv) / walker.manifest.id;
+  VENVFIX_TRY(make_dir(dir));
+  if (auto status = fill_snapshot(venv, walker, dir); !status) {
     std::error_code ignored;
     fs::remove_all(dir, ignored);
-    return e;
-  };
-  {
-    auto src = open_file(venv.root, O_RDONLY | O_DIRECTORY);
-    if (!src) return fail(std::move(src).error());
-    auto dst = open_file(walker.snapshot_files, O_RDONLY | O_DIRECTORY);
-    if (!dst) return fail(std::move(dst).error());
-    if (auto status = walker.walk(src->get(), dst->get(), ""); !status) {
-      return fail(std::move(status).error());
-    }
-    // The manifest goes last: a snapshot without one is an interrupted creation (garbage).
-    walker.manifest.method = walker.method == Method::reflink ? "reflink" : "hardlink";
-    // One syncfs(2) makes every link and the manifest durable together.
-    if (auto status = write_file_atomic(dir / "manifest", manifest_text(walker.manifest));
-        !status) {
-      return fail(std::move(status).error());
-    }
-    if (::syncfs(src->get()) != 0) {
-      return fail(
-          make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(errno)));
-    }
+    return std::move(status).error();
   }
   SnapshotInfo info = walker.manifest.info();
+  info.linked = walker.linked;
   spdlog::debug(
-      "snapshot {}: {} files, {} bytes, {} in {:.1f} ms", info.id, info.files, info.bytes,
-      info.method,
+      "snapshot {}: {} files, {} bytes, {} new store links, in {:.1f} ms", info.id, info.files,
+      info.bytes, info.linked,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return info;
 }

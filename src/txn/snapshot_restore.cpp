@@ -1,6 +1,8 @@
-// Restoring a snapshot: one journaled transaction whose staging directory is the snapshot's
-// files/ directory. A tree snapshot is kept (what moved out of it is linked back after the
-// commit); a transaction snapshot is used up.
+// Restoring a snapshot: one journaled transaction. A version 2 tree snapshot is restored from the
+// link store (store_restore.hpp) and stays as it is. For a version 1 tree snapshot and a
+// transaction snapshot the staging directory is the snapshot's files/ directory: a version 1
+// tree snapshot is kept (what moved out of it is linked back after the commit), a transaction
+// snapshot is used up.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 
 #include "txn/manifest.hpp"
 #include "txn/snapshot_state.hpp"
+#include "txn/store_restore.hpp"
 #include "venvfix/txn/snapshot.hpp"
 #include "venvfix/txn/transaction.hpp"
 
@@ -69,6 +72,9 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
   VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
   VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
+  if (manifest.kind == SnapshotKind::tree && manifest.format >= 2) {
+    return restore_from_store(venv, lock, manifest, delta, keep, disk);
+  }
   VENVFIX_TRY(check_unchanged(venv, manifest, delta.put_back));
 
   ChangeSet changes;

@@ -127,7 +127,11 @@ Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& mani
       if (e.type == 'F') {
         same = same_identity(e, it->second);
       } else if (S_ISLNK(it->second.st_mode)) {
-        VENVFIX_TRY_ASSIGN(std::string was, read_link_at(files / e.path));
+        // Version 2 keeps the target in the manifest, version 1 as a symlink under files/.
+        std::string was = e.target;
+        if (manifest.format < 2) {
+          VENVFIX_TRY_ASSIGN(was, read_link_at(files / e.path));
+        }
         VENVFIX_TRY_ASSIGN(std::string is, read_link_at(venv.root / e.path));
         same = was == is;
       }

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "txn/link_store.hpp"
 #include "txn/manifest.hpp"
 #include "txn/paths.hpp"
 #include "txn/snapshot_state.hpp"
@@ -91,7 +92,9 @@ Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::s
   // An unfinished restore may still need this snapshot's files to roll back.
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
   VENVFIX_TRY(load_manifest(venv, id));
-  return remove_snapshot(venv, id);
+  VENVFIX_TRY(remove_snapshot(venv, id));
+  VENVFIX_TRY(drop_unreferenced_store_links(venv));
+  return ok();
 }
 
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
@@ -110,6 +113,8 @@ Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const Ve
   for (const std::string& name : names) {
     if (!has_manifest(base / name)) VENVFIX_TRY(remove_snapshot(venv, name));
   }
+  // Links of deleted snapshots, and of an interrupted create (its manifest was never written).
+  VENVFIX_TRY(drop_unreferenced_store_links(venv));
   return deleted;
 }
 

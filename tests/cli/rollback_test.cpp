@@ -1,9 +1,15 @@
 // `venvfix snapshot create` + pip + `venvfix rollback` on test-world venvs: byte-for-byte.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/txn_cli_support.hpp"
 #include "venvfix/env/venv.hpp"
@@ -47,6 +53,96 @@ TEST_F(RollbackCli, PipUninstallIsUndoneByteForByte) {
   EXPECT_EQ(after, before) << describe_difference(before, after);
   auto doctor = venvfix_cli(venv, {"doctor"});
   EXPECT_EQ(doctor.exit_code, 0) << doctor.out << doctor.err;
+}
+
+// path -> inode of every entry under the venv except .venvfix/ (symlinks by their own inode).
+std::map<std::string, ino_t> inodes_of(const fs::path& root) {
+  std::map<std::string, ino_t> out;
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    std::string rel = it->path().lexically_relative(root).string();
+    if (rel == ".venvfix") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) out[rel] = st.st_ino;
+  }
+  EXPECT_FALSE(error) << error.message();
+  return out;
+}
+
+// The paths whose inode differs between two maps, or that only one has.
+std::set<std::string> differing(const std::map<std::string, ino_t>& a,
+                                const std::map<std::string, ino_t>& b) {
+  std::set<std::string> out;
+  for (const auto& [path, ino] : a) {
+    auto it = b.find(path);
+    if (it == b.end() || it->second != ino) out.insert(path);
+  }
+  for (const auto& [path, ino] : b) {
+    if (!a.contains(path)) out.insert(path);
+  }
+  return out;
+}
+
+// A real `pip install --force-reinstall` of one distribution rewrites every file it owns; the
+// rollback moves exactly those back (the very inodes the snapshot recorded) and nothing else.
+TEST_F(RollbackCli, ForceReinstallOfOneDistributionRollsBackOnlyItsFiles) {
+  fs::path venv = scenario("healthy");
+  auto env = env::open_venv_at(venv);
+  ASSERT_TRUE(env);
+  fs::path dist_info = env->purelib / "nvidia_cudnn_cu12-9.10.2.21.dist-info";
+  ASSERT_TRUE(fs::exists(dist_info / "RECORD"));
+  auto record = read_file(dist_info / "RECORD");
+  ASSERT_TRUE(record);
+  std::set<std::string> owned;  // venv-relative paths of the distribution
+  for (std::size_t at = 0; at < record->size();) {
+    std::size_t end = record->find('\n', at);
+    std::string line = record->substr(at, end - at);
+    at = end == std::string::npos ? record->size() : end + 1;
+    if (line.empty()) continue;
+    fs::path path = (env->purelib / line.substr(0, line.find(','))).lexically_normal();
+    owned.insert(path.lexically_relative(venv).string());
+  }
+  std::string dist_info_rel = dist_info.lexically_relative(venv).string();
+  auto before = print_of(venv);
+  auto inodes_before = inodes_of(venv);
+  ASSERT_EQ(venvfix_cli(venv, {"snapshot", "create"}).exit_code, 0);
+  auto pip = venvfix::testing::run_command(
+      {(venv / "bin/python").string(), "-m", "pip", "install", "--force-reinstall", "--no-deps",
+       "--no-index", "--find-links", venvfix::testing::test_world().wheels_dir.string(),
+       "nvidia-cudnn-cu12==9.10.2.21"});
+  ASSERT_EQ(pip.exit_code, 0) << pip.err;
+  auto inodes_pip = inodes_of(venv);
+  std::set<std::string> by_pip = differing(inodes_before, inodes_pip);
+  ASSERT_FALSE(by_pip.empty());
+  auto rolled = venvfix_cli(venv, {"--json", "rollback"});
+  ASSERT_EQ(rolled.exit_code, 0) << rolled.err;
+  auto after = print_of(venv);
+  EXPECT_EQ(after, before) << describe_difference(before, after);
+  auto inodes_after = inodes_of(venv);
+  EXPECT_EQ(inodes_after, inodes_before) << "the rollback did not put back the recorded inodes";
+  std::set<std::string> by_rollback = differing(inodes_pip, inodes_after);
+  EXPECT_EQ(by_rollback, by_pip);
+  for (const std::string& path : by_rollback) {
+    EXPECT_TRUE(owned.contains(path) || path.starts_with(dist_info_rel + "/"))
+        << path << " is not nvidia-cudnn-cu12's, yet the rollback moved it";
+  }
+  // What the rollback moved out of the venv, as its undo snapshot records it.
+  std::string undo = nlohmann::json::parse(rolled.out).at("undo_snapshot").get<std::string>();
+  auto shown = venvfix_cli(venv, {"--json", "snapshot", "show", undo});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  std::uint64_t moved_out = nlohmann::json::parse(shown.out).at("files").get<std::uint64_t>();
+  std::size_t present_after_pip = 0;
+  for (const std::string& path : by_rollback) present_after_pip += inodes_pip.contains(path);
+  EXPECT_EQ(moved_out, present_after_pip);
+  std::printf(
+      "force-reinstall rollback: %zu of %zu venv files touched (the distribution owns %zu "
+      "RECORD paths); %llu moved out\n",
+      by_rollback.size(), inodes_before.size(), owned.size(),
+      static_cast<unsigned long long>(moved_out));
 }
 
 TEST_F(RollbackCli, InPlaceModificationIsRefusedNamingTheFile) {

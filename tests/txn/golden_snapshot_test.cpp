@@ -1,6 +1,10 @@
 // The golden examples in snapshots/examples/ (one per manifest format version and kind) are
 // restored by this venvfix: a newer venvfix always restores an older snapshot.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <charconv>
 
 #include "support/paths.hpp"
 #include "txn/txn_test_support.hpp"
@@ -31,9 +35,31 @@ class TxnGoldenSnapshot : public ::testing::Test {
     fs::create_directories(root / ".venvfix/snapshots");
     fs::copy(example / "snapshot", root / ".venvfix/snapshots" / id,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    if (fs::exists(example / "store")) copy_store(example / "store", root / ".venvfix/store");
     auto venv = env::open_venv_at(root);
     EXPECT_TRUE(venv) << venv.error().message;
     return {*venv, id};
+  }
+  // A format 2 store, copied as `cp -a` would: git keeps neither mtimes nor exact modes, so each
+  // file gets back the mtime and mode its name records (dev-ino-size-mtime-mode, hex and octal).
+  static void copy_store(const fs::path& from, const fs::path& to) {
+    fs::copy(from, to, fs::copy_options::recursive);
+    std::error_code error;
+    for (fs::directory_iterator it(to, error), end; !error && it != end; it.increment(error)) {
+      std::string name = it->path().filename().string();
+      std::size_t mode_at = name.rfind('-');
+      std::size_t mtime_at = name.rfind('-', mode_at - 1);
+      std::uint64_t mtime = 0;
+      unsigned mode = 0;
+      std::from_chars(name.data() + mtime_at + 1, name.data() + mode_at, mtime, 16);
+      std::from_chars(name.data() + mode_at + 1, name.data() + name.size(), mode, 8);
+      struct timespec times[2] = {
+          {0, UTIME_OMIT},
+          {static_cast<time_t>(mtime / 1000000000), static_cast<long>(mtime % 1000000000)}};
+      EXPECT_EQ(::utimensat(AT_FDCWD, it->path().c_str(), times, 0), 0) << name;
+      EXPECT_EQ(::chmod(it->path().c_str(), mode), 0) << name;
+    }
+    EXPECT_FALSE(error) << error.message();
   }
   std::optional<TempDir> m_dir;
 };
@@ -70,6 +96,30 @@ TEST_F(TxnGoldenSnapshot, Version1TreeSnapshotByReflink) {
   ASSERT_TRUE(restored) << restored.error().message;
   auto now = fingerprint(venv);
   EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
+}
+
+// Format 2: the manifest records identities, the files are in the venv's link store. The copied
+// venv's files have other inodes than the manifest names, so every file is put back from the
+// store; what pip added goes, the directory it removed comes back, with its symlink.
+TEST_F(TxnGoldenSnapshot, Version2TreeSnapshotFromTheStore) {
+  auto [venv, id] = install("v2-tree-store");
+  fs::path example = venvfix::testing::source_dir() / "snapshots/examples/v2-tree-store";
+  auto expected = fingerprint_tree(example / "expected");
+  ASSERT_TRUE(expected);
+  auto lock = VenvLock::acquire(venv, LockWait::fail);
+  ASSERT_TRUE(lock);
+  auto found = find_snapshot(venv, std::nullopt);
+  ASSERT_TRUE(found) << found.error().message;
+  EXPECT_EQ(found->format, 2);
+  EXPECT_EQ(found->files, 6u);
+  auto diff = diff_snapshot(venv, id);
+  ASSERT_TRUE(diff) << diff.error().message;
+  EXPECT_EQ(diff->added.size(), 2u);  // pip_added/, pip_added/x.py
+  auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  auto now = fingerprint(venv);
+  EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
+  EXPECT_TRUE(fs::exists(snapshots_dir(venv) / id / "manifest")) << "a tree snapshot is kept";
 }
 
 }  // namespace

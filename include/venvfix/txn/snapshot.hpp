@@ -1,10 +1,13 @@
 // Snapshots under <venv>/.venvfix/snapshots/<id>/ (format: snapshots/README.md).
 //
 // Two kinds share one manifest format and one restore path:
-// - tree: a whole-venv snapshot (`snapshot create`, `run`). Files are reflink clones where the
-//   filesystem supports them, else hard links whose identity (device, inode, size, mtime,
-//   ctime, recorded after linking) is checked at restore: a file changed in place since is
-//   refused, naming it, instead of restoring wrong bytes.
+// - tree: a whole-venv snapshot (`snapshot create`, `run`). Its manifest records every path's
+//   identity (type, mode, size, mtime, device, inode; symlink targets); the files are held by one
+//   store of hard links under <venv>/.venvfix/store/ that all tree snapshots share, keyed by
+//   identity, so a snapshot links only files the store does not hold yet. A restore touches only
+//   the paths whose identity differs, and refuses, naming it, a file changed in place since (its
+//   inode is the stored one, so the old bytes are gone). Format 1 tree snapshots (a mirror tree
+//   of links or clones under files/) are still restored.
 // - transaction: what a committed transaction replaced or removed (the files themselves,
 //   renamed, never copied) plus the list of paths it added.
 // Restoring (rollback_to) is itself a journaled transaction, so it is crash-safe.
@@ -31,15 +34,17 @@ struct SnapshotInfo {
   SnapshotKind kind = SnapshotKind::tree;
   std::string created;  // UTC ISO 8601
   std::string reason;
-  std::string method;       // "reflink", "hardlink", "rename"
-  std::uint64_t files = 0;  // files and symlinks held
-  std::uint64_t bytes = 0;  // their total size (apparent; no data is copied)
-  int format = 1;           // manifest format version
+  std::string method;        // "reflink", "hardlink", "rename"
+  std::uint64_t files = 0;   // files and symlinks held
+  std::uint64_t bytes = 0;   // their total size (apparent; no data is copied)
+  int format = 1;            // manifest format version
+  std::uint64_t linked = 0;  // create_snapshot only: links it added to the store
 };
 
 fs::path snapshots_dir(const env::Venv& venv);
 
-// A whole-venv snapshot (everything except .venvfix/). Costs no copy of file data.
+// A whole-venv snapshot (everything except .venvfix/). Costs no copy of file data: a stat per
+// path and a hard link per file the store does not hold yet.
 Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,
                                      std::string reason);
 
@@ -59,6 +64,7 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
 // restore_snapshot without keeping the replaced state.
 Status rollback_to(const env::Venv& venv, const VenvLock& lock, const std::string& id);
 
+// Both also drop the store links no remaining snapshot references.
 Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id);
 // Deletes all but the newest `keep` snapshots; returns the deleted ids.
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,

@@ -1,0 +1,103 @@
+#include "txn/link_store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+#include "txn/paths.hpp"
+#include "txn/snapshot_state.hpp"
+#include "venvfix/txn/snapshot.hpp"
+
+namespace venvfix::txn {
+
+namespace {
+
+// The names in directory `dir`; none when it does not exist.
+Result<std::vector<std::string>> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  DIR* stream = ::opendir(dir.c_str());
+  if (stream == nullptr) {
+    if (errno == ENOENT) return names;
+    return make_error(ExitCode::error, "cannot read {}: {}", dir.string(), errno_message(errno));
+  }
+  std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, ::closedir);
+  while (dirent* entry = ::readdir(stream)) {
+    std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+fs::path store_dir(const env::Venv& venv) {
+  return venv.state_dir() / "store";
+}
+
+std::string store_key(const ManifestEntry& entry) {
+  return fmt::format("{:x}-{:x}-{:x}-{:x}-{:o}", entry.dev, entry.ino, entry.size,
+                     static_cast<std::uint64_t>(entry.mtime_ns), entry.mode);
+}
+
+Result<std::unordered_set<std::string>> store_names(const env::Venv& venv) {
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> names, names_in(store_dir(venv)));
+  std::unordered_set<std::string> out;
+  out.reserve(names.size() * 2);
+  for (std::string& name : names) out.insert(std::move(name));
+  return out;
+}
+
+StoredState stored_state(int store_fd, const std::string& key, const ManifestEntry& entry,
+                         struct stat* out) {
+  struct stat st {};
+  if (::fstatat(store_fd, key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+    return StoredState::missing;
+  }
+  if (out != nullptr) *out = st;
+  FileIdentity id = file_identity_from(st);
+  if (id.size != entry.size || id.mtime_ns != entry.mtime_ns) return StoredState::changed_in_place;
+  return StoredState::intact;
+}
+
+Result<std::size_t> drop_unreferenced_store_links(const env::Venv& venv) {
+  fs::path store = store_dir(venv);
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> names, names_in(store));
+  if (names.empty()) return std::size_t{0};
+  std::unordered_set<std::string> referenced;
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> ids, names_in(snapshots_dir(venv)));
+  for (const std::string& id : ids) {
+    if (!is_safe_id(id) || ::access((snapshots_dir(venv) / id / "manifest").c_str(), F_OK) != 0) {
+      continue;  // garbage (an interrupted create or delete): references nothing
+    }
+    auto manifest = load_manifest(venv, id);
+    if (!manifest) {
+      return make_error(ExitCode::error,
+                        "kept every link in {}: snapshot {} cannot be read, and it may need them "
+                        "({})",
+                        store.string(), id, manifest.error().message);
+    }
+    if (manifest->format < 2 || manifest->kind != SnapshotKind::tree) continue;
+    for (const ManifestEntry& e : manifest->entries) {
+      if (e.type == 'F') referenced.insert(store_key(e));
+    }
+  }
+  VENVFIX_TRY_ASSIGN(Fd store_fd, open_file(store, O_RDONLY | O_DIRECTORY));
+  std::size_t dropped = 0;
+  for (const std::string& name : names) {
+    if (referenced.contains(name)) continue;
+    if (::unlinkat(store_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      return make_error(ExitCode::error, "cannot remove {}: {}", (store / name).string(),
+                        errno_message(errno));
+    }
+    ++dropped;
+  }
+  spdlog::debug("store {}: dropped {} of {} links", store.string(), dropped, names.size());
+  return dropped;
+}
+
+}  // namespace venvfix::txn

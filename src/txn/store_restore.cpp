@@ -1,0 +1,195 @@
+#include "txn/store_restore.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+#include "txn/link_store.hpp"
+#include "txn/paths.hpp"
+#include "txn/replay.hpp"
+#include "venvfix/txn/snapshot.hpp"
+
+namespace venvfix::txn {
+
+namespace {
+
+using EntryIndex = std::unordered_map<std::string, const ManifestEntry*>;
+
+// Every stored file to put back must still hold what the snapshot recorded. All offenders are
+// named in one sentence; nothing has been written yet.
+Status check_store(const env::Venv& venv, int store_fd, const Manifest& manifest,
+                   const EntryIndex& entries, const std::vector<std::string>& put_back) {
+  std::vector<std::string> changed;
+  std::vector<std::string> missing;
+  for (const std::string& path : put_back) {
+    const ManifestEntry& e = *entries.at(path);
+    if (e.type != 'F') continue;
+    StoredState state = stored_state(store_fd, store_key(e), e);
+    if (state == StoredState::changed_in_place) changed.push_back((venv.root / path).string());
+    if (state == StoredState::missing) missing.push_back((venv.root / path).string());
+  }
+  auto list = [](const std::vector<std::string>& paths) {
+    std::string out = paths.front();
+    for (std::size_t i = 1; i < paths.size() && i < 10; ++i) out += ", " + paths[i];
+    if (paths.size() > 10) out += fmt::format(" and {} more", paths.size() - 10);
+    return out;
+  };
+  if (!changed.empty()) {
+    return make_error(ExitCode::error,
+                      "cannot restore snapshot {}: {} {} changed in place after the snapshot was "
+                      "taken (the snapshot's store link shares its inode), so the snapshot no "
+                      "longer holds its old bytes; nothing was changed",
+                      manifest.id, list(changed), changed.size() == 1 ? "was" : "were");
+  }
+  if (!missing.empty()) {
+    return make_error(ExitCode::error,
+                      "cannot restore snapshot {}: the store {} lacks the copy of {}; nothing was "
+                      "changed",
+                      manifest.id, store_dir(venv).string(), list(missing));
+  }
+  return ok();
+}
+
+// A stored file whose inode's mode was changed since (chmod through a venv name) keeps its bytes
+// but not its mode: it is copied into staging with the recorded mode (a reflink clone where the
+// filesystem can, the data otherwise).
+Status copy_with_mode(int store_fd, const std::string& key, int rootfd, const std::string& staged,
+                      const fs::path& root, std::uint32_t mode) {
+  int in = ::openat(store_fd, key.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (in < 0) {
+    return make_error(ExitCode::error, "{}: {}", (root / k_store_rel / key).string(),
+                      errno_message(errno));
+  }
+  Fd in_fd(in);
+  int out = ::openat(rootfd, staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (out < 0) {
+    return make_error(ExitCode::error, "{}: {}", (root / staged).string(), errno_message(errno));
+  }
+  Fd out_fd(out);
+  if (::fchmod(out, mode) != 0) {  // O_CREAT's mode went through the umask
+    return make_error(ExitCode::error, "cannot set the mode of {}: {}", (root / staged).string(),
+                      errno_message(errno));
+  }
+  if (::ioctl(out, FICLONE, in) == 0) return ok();
+  for (;;) {
+    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
+    if (n == 0) return ok();
+    if (n < 0 && errno != EINTR) {
+      return make_error(ExitCode::error, "cannot copy {} into {}: {}",
+                        (root / k_store_rel / key).string(), (root / staged).string(),
+                        errno_message(errno));
+    }
+  }
+}
+
+// Stages one path to put back: a link from the store (or a copy, above), or a symlink.
+Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
+                 const std::string& staging, const ManifestEntry& e) {
+  std::string staged = join(staging, e.path);
+  VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, parent_of(e.path), "", root));
+  int error = 0;
+  if (e.type == 'S') {
+    error = disk.symlink(e.target, rootfd, staged);
+  } else {
+    std::string key = store_key(e);
+    struct stat st {};
+    (void)stored_state(store_fd, key, e, &st);
+    if ((st.st_mode & 07777) != e.mode) {
+      return copy_with_mode(store_fd, key, rootfd, staged, root, e.mode);
+    }
+    error = disk.link(rootfd, join(k_store_rel, key), staged);
+  }
+  if (error != 0) {
+    return make_error(ExitCode::error, "cannot stage {} for the restore: {}",
+                      (root / e.path).string(), errno_message(error));
+  }
+  return ok();
+}
+
+// The staging tree: every path to put back, and every missing directory with its mode (set
+// deepest first, after everything is in it).
+Status stage(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
+             const std::string& staging, const EntryIndex& entries, const StateDelta& delta) {
+  for (const std::string& path : delta.put_back) {
+    VENVFIX_TRY(stage_one(disk, rootfd, store_fd, root, staging, *entries.at(path)));
+  }
+  for (const std::string& dir : delta.missing_dirs) {
+    VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, dir, "", root));
+  }
+  std::vector<std::string> dirs = delta.missing_dirs;
+  std::sort(dirs.begin(), dirs.end(), std::greater<>());  // children sort after their parent
+  for (const std::string& dir : dirs) {
+    if (int error = disk.set_mode(rootfd, join(staging, dir), entries.at(dir)->mode); error != 0) {
+      return make_error(ExitCode::error, "cannot set the mode of {}: {}",
+                        (root / staging / dir).string(), errno_message(error));
+    }
+  }
+  return ok();
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, const VenvLock& lock,
+                                                      const Manifest& manifest,
+                                                      const StateDelta& delta, KeepSnapshot keep,
+                                                      StepFs& disk) {
+  if (delta.put_back.empty() && delta.added_files.empty() && delta.added_dirs.empty() &&
+      delta.missing_dirs.empty()) {
+    return std::optional<std::string>();  // the venv is the snapshot's state: no transaction
+  }
+  EntryIndex entries;
+  for (const ManifestEntry& e : manifest.entries) entries.emplace(e.path, &e);
+  VENVFIX_TRY_ASSIGN(Fd root, open_root(venv));
+  auto store = open_file(store_dir(venv), O_RDONLY | O_DIRECTORY);
+  int store_fd = store ? store->get() : -1;  // no store: every stored file reads as missing
+  VENVFIX_TRY(check_store(venv, store_fd, manifest, entries, delta.put_back));
+  VENVFIX_TRY_ASSIGN(fs::path staging_dir, make_staging_dir(venv));
+  std::string staging = staging_dir.lexically_relative(venv.root).string();
+  auto staged = stage(disk, root.get(), store_fd, venv.root, staging, entries, delta);
+  // The staged names must be durable before a journal refers to them: a move_in whose staged
+  // name a power cut lost would read as done, and its undo would take the venv's file. The data
+  // is (create ended with a syncfs), but a hard link's directory entry is not made durable by
+  // the fdatasync begin() gives a few staged files: one syncfs covers them all.
+  if (staged && !delta.put_back.empty()) {
+    if (int error = disk.sync_fs(root.get()); error != 0) {
+      staged =
+          make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(error));
+    }
+  }
+  if (!staged) {
+    (void)remove_tree_at(disk, root.get(), staging, venv.root);
+    return std::move(staged).error();
+  }
+  ChangeSet changes;
+  changes.reason = fmt::format("rollback to {}", manifest.id);
+  changes.staging = staging_dir;
+  changes.add = delta.put_back;
+  changes.remove = delta.added_files;
+  changes.remove.insert(changes.remove.end(), delta.changed.begin(), delta.changed.end());
+  DirectoryChanges dirs;
+  dirs.make = delta.missing_dirs;
+  dirs.remove = delta.added_dirs;
+  dirs.prune = DirectoryChanges::Prune::listed_only;
+  spdlog::debug(
+      "restoring {} from the store: {} to put back, {} to remove, {} directories to "
+      "make, {} to remove",
+      manifest.id, changes.add.size(), changes.remove.size(), dirs.make.size(), dirs.remove.size());
+  // Transaction::begin removes nothing it did not create: a refusal there leaves our staging.
+  auto txn = Transaction::begin_consuming(venv, lock, changes, dirs, "", disk);
+  if (!txn) {
+    (void)remove_tree_at(disk, root.get(), staging, venv.root);
+    return std::move(txn).error();
+  }
+  VENVFIX_TRY(txn->execute());
+  return txn->commit(keep);
+}
+
+}  // namespace venvfix::txn
