@@ -119,7 +119,7 @@ HOST
     ansible_port: $port
     ansible_user: root
     ansible_ssh_private_key_file: $ssh_dir/user_key
-    ansible_ssh_common_args: -F /dev/null -o IdentitiesOnly=yes -o UserKnownHostsFile=$ssh_dir/known_hosts -o StrictHostKeyChecking=yes -o ControlMaster=no
+    ansible_ssh_common_args: -F /dev/null -o IdentitiesOnly=yes -o UserKnownHostsFile=$ssh_dir/known_hosts -o StrictHostKeyChecking=yes
     ansible_python_interpreter: $remote_python
     ansible_remote_tmp: $work/ansible/remote
     venvfix_path: $venvfix
@@ -137,6 +137,8 @@ stdout_callback = json
 local_tmp = $work/ansible/tmp
 [ssh_connection]
 pipelining = True
+# no ControlPersist: a persisting master connection would outlive the test
+ssh_args = -o ControlMaster=no
 CFG
 export ANSIBLE_CONFIG="$work/ansible.cfg" ANSIBLE_HOME="$work/ansible" ANSIBLE_NOCOLOR=1
 export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/ansible/cp"
@@ -157,9 +159,11 @@ playbook() {
 
 # The venv's files (path, size, mtime, mode), but venvfix's own lock file and hash cache, which
 # plan, doctor and a refused apply create or update (its journal and snapshots do count).
+# Directories count by name and mode only: a rollback moves files out and back in, which
+# changes a directory's mtime but not what it holds.
 listing() {
-  (cd "$1" && find . ! -path ./.venvfix ! -path ./.venvfix/lock ! -path ./.venvfix/hash-cache-v1 \
-    -printf '%P %s %T@ %m\n' | LC_ALL=C sort)
+  (cd "$1" && find . ! -path ./.venvfix/lock ! -path ./.venvfix/hash-cache-v1 \
+    \( \( -type d -printf '%P/ %m\n' \) -o -printf '%P %s %T@ %m\n' \) | LC_ALL=C sort)
 }
 fingerprint() { listing "$1" | sha256sum | cut -d' ' -f1; }
 fingerprints() { for host in "${hosts[@]}"; do echo "$host $(fingerprint "$work/hosts/$host/venv")"; done; }
@@ -211,6 +215,25 @@ playbook again-apply apply.yml
 [ "$before" = "$(fingerprints)" ] || { echo "fleet-test: a second run changed a venv" >&2; exit 1; }
 
 playbook rollback rollback.yml --limit seed-a,seed-b -e "@$work/snapshots.json"
+expect_imports no seed-a seed-b
+
+# Failures: an index that does not answer (exit 4, naming the URL), a verify command that
+# fails (exit 5, rolled back), a venv another process holds the lock of (exit 6). No venv changes.
+# (one process: it takes the lock on its own descriptor, then becomes the sleep that holds it)
+bash -c 'exec 9>"$1" && flock 9 && exec sleep 300' lock "$work/hosts/healthy/venv/.venvfix/lock" &
+lock_pid=$!
+pids+=("$lock_pid")
+for _ in $(seq 100); do
+  flock -n "$work/hosts/healthy/venv/.venvfix/lock" true 2>/dev/null || break
+  sleep 0.1
+done
+python3 -c 'import json, sys; print(json.dumps({"venvfix_errors": {
+    "seed-a": {"index_url": "http://127.0.0.1:9/simple"}, "seed-b": {"verify_cmd": "false"},
+    "healthy": {"plan": sys.argv[1]}}}))' "$work/hosts/healthy/plan.json" >"$work/failures.json"
+before=$(fingerprints)
+playbook errors errors.yml --limit seed-a,seed-b,healthy -e "@$work/failures.json"
+kill "$lock_pid"
+[ "$before" = "$(fingerprints)" ] || { echo "fleet-test: a failed repair changed a venv" >&2; diff <(echo "$before") <(fingerprints) >&2; exit 1; }
 expect_imports no seed-a seed-b
 
 # The one-step playbook (plan now, apply), twice: repairs the rolled-back hosts, then nothing.

@@ -300,6 +300,7 @@ def healthy(module):
     if rc != venvfix_cli.EXIT_OK or not isinstance(document, dict) \
             or document.get('schema') != 'venvfix-apply/1':
         rolled_back = rc == venvfix_cli.EXIT_ROLLED_BACK
+        result.pop('exit_code', None)  # the failure's exit code is apply's, not plan's
         venvfix_cli.fail(module, rc, document, err, changed=False, rolled_back=rolled_back,
                          verified=False, **result)
     verification = document.get('verification') or {}

@@ -99,12 +99,27 @@ def check_rollback(c, results, snapshots):
         c.expect(bool(r.get("undo_snapshot")), "%s: an undo snapshot" % host)
 
 
+def check_errors(c, results, dead_index):
+    r = results.get("seed-a", {})
+    c.expect(r.get("failed") is True and r.get("exit_code") == 4 and dead_index in r.get("msg", ""),
+             "seed-a: failed with exit 4 naming %s: %r" % (dead_index, r.get("msg")))
+    r = results.get("seed-b", {})
+    c.expect(r.get("failed") is True and r.get("exit_code") == 5 and r.get("rolled_back") is True
+             and "rolled back" in r.get("msg", ""), "seed-b: failed with exit 5, rolled back: %r" % r.get("msg"))
+    r = results.get("healthy", {})
+    c.expect(r.get("failed") is True and r.get("exit_code") == 6 and "locked" in r.get("msg", ""),
+             "healthy: failed with exit 6, locked: %r" % r.get("msg"))
+    for host in ("seed-a", "seed-b", "healthy"):
+        c.expect(results.get(host, {}).get("changed") is False, "%s: not changed" % host)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("step", choices=["info", "check", "apply", "again-check", "again-apply",
-                                         "rollback", "heal", "heal-again"])
+                                         "rollback", "errors", "heal", "heal-again"])
     parser.add_argument("result")
     parser.add_argument("--snapshots")
+    parser.add_argument("--dead-index", default="http://127.0.0.1:9/simple/")
     args = parser.parse_args()
     with open(args.result) as handle:
         run = json.load(handle)
@@ -123,6 +138,8 @@ def main():
         with open(args.snapshots) as handle:
             snapshots = json.load(handle)["venvfix_snapshots"]
         check_rollback(c, module_results(run, "Roll back with venvfix"), snapshots)
+    elif args.step == "errors":
+        check_errors(c, module_results(run, "Repair that fails"), args.dead_index)
     elif args.step == "heal":
         results = module_results(run, "Repair with venvfix")
         for host in BROKEN:
