@@ -190,7 +190,7 @@ undo_snapshot:
   type: str
 exit_code:
   description: The exit code of the last venvfix command run.
-  returned: always
+  returned: when venvfix ran (not in check mode with I(plan), which only reads the file)
   type: int
 error:
   description: venvfix's error sentence (C(venvfix-error/1)).
@@ -202,6 +202,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.module_utils.six import string_types
 from ansible_collections.venvfix.venvfix.plugins.module_utils import venvfix_cli
 
 
@@ -279,7 +280,7 @@ def apply_args(module, plan_file):
     return args
 
 
-def healthy(module):
+def ensure_healthy(module):
     p = module.params
     if p['plan']:
         plan_file = p['plan']
@@ -299,9 +300,9 @@ def healthy(module):
     rc, document, err = venvfix_cli.run(module, apply_args(module, plan_file))
     if rc != venvfix_cli.EXIT_OK or not isinstance(document, dict) \
             or document.get('schema') != 'venvfix-apply/1':
-        rolled_back = rc == venvfix_cli.EXIT_ROLLED_BACK
         result.pop('exit_code', None)  # the failure's exit code is apply's, not plan's
-        venvfix_cli.fail(module, rc, document, err, changed=False, rolled_back=rolled_back,
+        venvfix_cli.fail(module, rc, document, err, changed=False,
+                         rolled_back=rc == venvfix_cli.EXIT_ROLLED_BACK,
                          verified=False, **result)
     verification = document.get('verification') or {}
     result.update(exit_code=rc, apply=document, snapshot=document.get('snapshot'),
@@ -310,9 +311,9 @@ def healthy(module):
     module.exit_json(changed=not document.get('nothing_to_do', False), **result)
 
 
-def rolled_back(module):
+def ensure_rolled_back(module):
     snapshot = module.params['snapshot']
-    if not isinstance(snapshot, str) or snapshot.lower() in ('true', 'false', ''):
+    if not isinstance(snapshot, string_types) or snapshot.lower() in ('true', 'false', ''):
         module.fail_json(msg='state=rolled_back needs snapshot: the id of a snapshot to restore')
     base = venvfix_cli.global_args(module)
     if module.check_mode:
@@ -348,12 +349,12 @@ def main():
         mutually_exclusive=[('plan', 'targets'), ('plan', 'remove_foreign_cuda'),
                             ('plan', 'plan_output')])
     if module.params['state'] == 'rolled_back':
-        rolled_back(module)
+        ensure_rolled_back(module)
     try:
         boolean(module.params['snapshot'])
     except TypeError:
         module.fail_json(msg='with state=healthy, snapshot is a boolean (true keeps a snapshot)')
-    healthy(module)
+    ensure_healthy(module)
 
 
 if __name__ == '__main__':

@@ -38,6 +38,7 @@ def check_info(c, results):
         r = results.get(host, {})
         c.expect(not r.get("failed") and r.get("changed") is False, "%s: info ok, unchanged: %s" % (host, r.get("msg")))
         c.expect(r.get("doctor", {}).get("schema") == "venvfix-doctor/1", "%s: a doctor document" % host)
+        c.expect("probe" in r.get("doctor", {}), "%s: the doctor document has the probe's result" % host)
         broken = host != "healthy"
         c.expect(r.get("healthy") is (not broken), "%s: healthy is %s" % (host, not broken))
         ghosts = [f for f in r.get("findings", []) if f.get("kind") == "ghost-files"
