@@ -214,6 +214,9 @@ playbook again-check check.yml --check --diff
 playbook again-apply apply.yml
 [ "$before" = "$(fingerprints)" ] || { echo "fleet-test: a second run changed a venv" >&2; exit 1; }
 
+before=$(fingerprints)
+playbook rollback-check rollback.yml --check --limit seed-a,seed-b -e "@$work/snapshots.json"
+[ "$before" = "$(fingerprints)" ] || { echo "fleet-test: a rollback in check mode changed a venv" >&2; exit 1; }
 playbook rollback rollback.yml --limit seed-a,seed-b -e "@$work/snapshots.json"
 expect_imports no seed-a seed-b
 

@@ -92,6 +92,13 @@ def check_unchanged(c, results, hosts):
                  "%s: ok and unchanged: changed=%s msg=%s" % (host, r.get("changed"), r.get("msg")))
 
 
+def check_rollback_check(c, results, snapshots):
+    for host in BROKEN:
+        r = results.get(host, {})
+        c.expect(not r.get("failed") and r.get("changed") is True, "%s: would roll back: %s" % (host, r.get("msg")))
+        c.expect(r.get("snapshot_info", {}).get("id") == snapshots.get(host), "%s: shows its snapshot" % host)
+
+
 def check_rollback(c, results, snapshots):
     for host in BROKEN:
         r = results.get(host, {})
@@ -117,7 +124,7 @@ def check_errors(c, results, dead_index):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("step", choices=["info", "check", "apply", "again-check", "again-apply",
-                                         "rollback", "errors", "heal", "heal-again"])
+                                         "rollback-check", "rollback", "errors", "heal", "heal-again"])
     parser.add_argument("result")
     parser.add_argument("--snapshots")
     parser.add_argument("--dead-index", default="http://127.0.0.1:9/simple/")
@@ -135,10 +142,11 @@ def main():
         check_check(c, module_results(run, "Plan with venvfix"), ())
     elif args.step == "again-apply":
         check_unchanged(c, module_results(run, "Apply with venvfix"), ALL)
-    elif args.step == "rollback":
+    elif args.step in ("rollback-check", "rollback"):
         with open(args.snapshots) as handle:
             snapshots = json.load(handle)["venvfix_snapshots"]
-        check_rollback(c, module_results(run, "Roll back with venvfix"), snapshots)
+        check = check_rollback if args.step == "rollback" else check_rollback_check
+        check(c, module_results(run, "Roll back with venvfix"), snapshots)
     elif args.step == "errors":
         check_errors(c, module_results(run, "Repair that fails"), args.dead_index)
     elif args.step == "heal":
