@@ -11,6 +11,10 @@ packages=(
   clang clang-format clang-tidy universal-ctags git
   python3 python3-venv python3-pip
   patchelf libarchive-tools openssl curl unzip zip ccache
+  # the Ansible collection's tests: scripts/fleet-test.sh (ansible, sshd), the wheelhouse
+  # (nginx), and integrations/ansible/tests/sanity.sh (ansible-test sanity's tools, offline)
+  ansible openssh-server openssh-client nginx
+  pylint yamllint python3-voluptuous pycodestyle
 )
 
 missing=()
