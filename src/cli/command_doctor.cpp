@@ -79,9 +79,7 @@ Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
   }
   const verify::Colors colors = stdout_wants_color() ? verify::Colors::on : verify::Colors::off;
   if (options.json) {
-    nlohmann::json document = verify::doctor_json(analysis);
-    if (judged) document["probe"] = verify::probe_json(*judged);
-    std::cout << document.dump(2) << "\n";
+    std::cout << verify::doctor_json(analysis, judged ? &*judged : nullptr).dump(2) << "\n";
   } else {
     verify::print_doctor_report(analysis, std::cout, colors);
     if (judged) verify::print_probe_report(*judged, std::cout, colors);

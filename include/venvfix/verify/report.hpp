@@ -12,7 +12,10 @@ namespace venvfix::verify {
 
 enum class Colors { off, on };
 
-nlohmann::json doctor_json(const Analysis& analysis);
+struct ProbeResult;  // verify/probe.hpp
+
+// With `probe` (doctor --probe) the document also has "probe" (probe_json).
+nlohmann::json doctor_json(const Analysis& analysis, const ProbeResult* probe = nullptr);
 void print_doctor_report(const Analysis& analysis, std::ostream& out, Colors colors);
 
 }  // namespace venvfix::verify
