@@ -42,13 +42,15 @@ void take_out(const env::Venv& venv, const dist::Inventory& inventory, std::size
               const Departures& departures, const plan::Action& action, ActionDone& done,
               std::set<std::string>& remove) {
   const dist::Distribution& dist = inventory.distributions[old];
-  if (action.kind == plan::ActionKind::install) done.replaced = {dist.name, dist.version};
+  if (plan::kind_of(action) == plan::ActionKind::install) done.replaced = {dist.name, dist.version};
   Removal removal = plan_removal(venv, inventory, old, departures.leaving);
   // The planner's keep list (site-packages-relative) is honoured as well.
   std::set<std::string> keep(removal.kept.begin(), removal.kept.end());
-  for (const std::string& path : action.keep) {
-    std::string rel = venv_relative(venv, dist.site_packages / path);
-    if (!rel.empty()) keep.insert(rel);
+  if (const auto* removal_action = std::get_if<plan::Remove>(&action)) {
+    for (const std::string& path : removal_action->keep) {
+      std::string rel = venv_relative(venv, dist.site_packages / path);
+      if (!rel.empty()) keep.insert(rel);
+    }
   }
   for (const std::string& path : removal.remove) {
     if (keep.count(path) == 0) {
@@ -99,20 +101,20 @@ Result<Departures> departing_distributions(const env::Venv& venv, const dist::In
   Departures out;
   out.replaced.resize(plan.actions.size());
   for (std::size_t i = 0; i < plan.actions.size(); ++i) {
-    const plan::Action& action = plan.actions[i];
-    if (action.kind == plan::ActionKind::remove) {
-      out.replaced[i] = find_installed(inventory, action.dist, action.version);
+    if (const auto* remove = std::get_if<plan::Remove>(&plan.actions[i])) {
+      out.replaced[i] = find_installed(inventory, remove->dist, remove->version);
       if (!out.replaced[i]) {
         return make_error(ExitCode::plan_stale,
                           "the plan removes {} {}, which is not installed in {}; make a new "
                           "plan; the venv is unchanged",
-                          action.dist, action.version, venv.root.string());
+                          remove->dist, remove->version, venv.root.string());
       }
     } else {
-      out.installed.insert(pep::normalize_name(action.dist));
-      out.replaced[i] = action.replaces ? find_installed(inventory, action.replaces->dist,
-                                                         action.replaces->version)
-                                        : find_installed(inventory, action.dist, "");
+      const auto& install = *std::get_if<plan::Install>(&plan.actions[i]);
+      out.installed.insert(pep::normalize_name(install.dist));
+      out.replaced[i] = install.replaces ? find_installed(inventory, install.replaces->dist,
+                                                          install.replaces->version)
+                                         : find_installed(inventory, install.dist, "");
     }
     if (out.replaced[i]) out.leaving.insert(*out.replaced[i]);
   }
@@ -159,9 +161,9 @@ txn::ChangeSet build_change_set(const env::Venv& venv, const dist::Inventory& in
   for (std::size_t i = 0; i < plan.actions.size(); ++i) {
     const plan::Action& action = plan.actions[i];
     ActionDone entry;
-    entry.kind = action.kind;
-    entry.dist = action.dist;
-    entry.version = action.version;
+    entry.kind = plan::kind_of(action);
+    entry.dist = plan::dist_of(action);
+    entry.version = plan::version_of(action);
     if (auto it = staged_of_action.find(i); it != staged_of_action.end()) {
       entry.files_added = staged.staged[it->second].install.files.size();
       entry.from_cache = staged.fetched[it->second].from_cache;

@@ -55,7 +55,7 @@ void probe_after_moves(const verify::Analysis& after, const manifest::Manifests&
   report.probe = verify::judge_probe(std::move(run).value(), after, manifests);
   for (const verify::ProbeFinding& finding : report.probe->findings) {
     if (finding.severity != verify::Severity::problem) continue;
-    if (input.plan.unresolved.is_array() && !input.plan.unresolved.empty()) {
+    if (!input.plan.unresolved.empty()) {
       spdlog::warn("probe: {}", finding.message);
     } else {
       failures.push_back("probe: " + finding.message);

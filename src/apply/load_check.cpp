@@ -5,7 +5,6 @@
 #include <memory>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "venvfix/elf/elf_file.hpp"
 #include "venvfix/elf/resolver.hpp"
@@ -15,15 +14,21 @@ namespace venvfix::apply {
 
 namespace {
 
-std::set<std::string> strings_of(const nlohmann::json& list, const char* key, bool normalize) {
-  std::set<std::string> out;
-  if (!list.is_array()) return out;
-  for (const nlohmann::json& item : list) {
-    if (!item.is_object()) continue;
-    auto it = item.find(key);
-    if (it == item.end() || !it->is_string()) continue;
-    std::string value = it->get<std::string>();
-    out.insert(normalize ? pep::normalize_name(value) : value);
+// What the plan says it cannot fix: sonames, and distributions (normalised).
+struct Unfixable {
+  std::set<std::string> sonames;
+  std::set<std::string> dists;
+};
+
+Unfixable unfixable_of(const plan::Plan& plan) {
+  Unfixable out;
+  for (const plan::Unresolved& entry : plan.unresolved) {
+    if (std::string_view soname = plan::soname_of(entry); !soname.empty()) {
+      out.sonames.emplace(soname);
+    }
+    if (const std::string& dist = plan::dist_of(entry); !dist.empty()) {
+      out.dists.insert(pep::normalize_name(dist));
+    }
   }
   return out;
 }
@@ -32,21 +37,20 @@ std::set<std::string> strings_of(const nlohmann::json& list, const char* key, bo
 
 TargetVerdict judge_targets(const verify::Analysis& after, const plan::Plan& plan,
                             const std::set<std::string>& installed) {
-  const std::set<std::string> unfixable_sonames = strings_of(plan.unresolved, "soname", false);
-  const std::set<std::string> unfixable_dists = strings_of(plan.unresolved, "dist", true);
+  const Unfixable unfixable = unfixable_of(plan);
   TargetVerdict verdict;
   for (const verify::Finding& finding : after.findings) {
     if (finding.severity != verify::Severity::problem) continue;
     bool fails = false;
-    switch (finding.kind) {
+    switch (finding.kind()) {
       case verify::FindingKind::unresolved_soname:
       case verify::FindingKind::escaped_soname:
-        fails = unfixable_sonames.count(finding.soname) == 0;
+        fails = unfixable.sonames.count(std::string(verify::soname_of(finding))) == 0;
         break;
       case verify::FindingKind::ghost_files:
       case verify::FindingKind::clobbered_files: {
         std::string dist = pep::normalize_name(finding.dist);
-        fails = installed.count(dist) != 0 && unfixable_dists.count(dist) == 0;
+        fails = installed.count(dist) != 0 && unfixable.dists.count(dist) == 0;
         break;
       }
       default:

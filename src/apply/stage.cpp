@@ -36,7 +36,7 @@ struct StageItem {
 };
 
 // The wheel's name and version must be the ones the plan promises.
-Status check_identity(const wheel::WheelContents& contents, const plan::Action& action) {
+Status check_identity(const wheel::WheelContents& contents, const plan::Install& action) {
   auto version = pep::Version::parse(action.version);
   if (pep::normalize_name(action.dist) != contents.filename.normalized_name || !version ||
       !(*version == contents.filename.version)) {
@@ -86,7 +86,8 @@ void start_writeback(const fs::path& staging, const wheel::InstallResult& instal
 Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, const StageItem& item,
                               const fs::path& link, const fs::path& staging,
                               const StageOptions& options) {
-  const plan::Action& action = plan.actions[item.action];
+  // Staged items are the plan's installs (Pipeline keeps only those).
+  const plan::Install& action = *std::get_if<plan::Install>(&plan.actions[item.action]);
   VENVFIX_TRY_ASSIGN(wheel::WheelContents contents, wheel::read_wheel(link));
   VENVFIX_TRY(check_identity(contents, action));
   wheel::InstallOptions install_options;
@@ -114,23 +115,24 @@ Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, con
 // error costs no download).
 Status check_file_names(const plan::Plan& plan) {
   std::set<std::string> seen;
-  for (const plan::Action& action : plan.actions) {
-    if (action.kind != plan::ActionKind::install) continue;
-    const fs::path name(action.file);
-    if (action.file.empty() || name.filename() != name || action.file == "." ||
-        action.file == ".." || !action.file.ends_with(".whl")) {
+  for (const plan::Action& planned : plan.actions) {
+    const auto* action = std::get_if<plan::Install>(&planned);
+    if (action == nullptr) continue;
+    const fs::path name(action->file);
+    if (action->file.empty() || name.filename() != name || action->file == "." ||
+        action->file == ".." || !action->file.ends_with(".whl")) {
       return make_error(ExitCode::usage,
                         "the plan names the wheel file \"{}\", which is not a .whl file name",
-                        action.file);
+                        action->file);
     }
-    if (!seen.insert(action.file).second) {
-      return make_error(ExitCode::usage, "the plan installs the wheel {} twice", action.file);
+    if (!seen.insert(action->file).second) {
+      return make_error(ExitCode::usage, "the plan installs the wheel {} twice", action->file);
     }
   }
   return ok();
 }
 
-fetch::DownloadRequest request_for(const plan::Action& action) {
+fetch::DownloadRequest request_for(const plan::Install& action) {
   fetch::DownloadRequest request;
   request.url = action.url;
   // The plan's hash is the contract: never download without one (parse_plan requires it).
@@ -150,7 +152,7 @@ class Pipeline {
            const StageOptions& options)
       : m_venv(venv), m_plan(plan), m_staging(staging), m_requested(requested), m_options(options) {
     for (std::size_t i = 0; i < plan.actions.size(); ++i) {
-      if (plan.actions[i].kind == plan::ActionKind::install) m_actions.push_back(i);
+      if (plan::kind_of(plan.actions[i]) == plan::ActionKind::install) m_actions.push_back(i);
     }
     m_results.resize(m_actions.size());
     m_unpacked.resize(m_actions.size());
@@ -182,7 +184,10 @@ class Pipeline {
   }
 
  private:
-  const plan::Action& action(std::size_t i) const { return m_plan.actions[m_actions[i]]; }
+  // m_actions holds only installs.
+  const plan::Install& action(std::size_t i) const {
+    return *std::get_if<plan::Install>(&m_plan.actions[m_actions[i]]);
+  }
   const std::string& file(std::size_t i) const { return action(i).file; }
 
   // Wheels whose sha256 has an intact entry in the unpacked-wheel cache need no download: they

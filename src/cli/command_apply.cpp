@@ -46,12 +46,13 @@ Result<plan::Plan> read_plan(const std::string& file) {
 void print_plan(const plan::Plan& plan, std::ostream& out) {
   out << "plan for " << plan.venv << ":\n";
   for (const plan::Action& action : plan.actions) {
-    out << "  " << plan::to_string(action.kind) << " " << action.dist << " " << action.version;
-    if (!action.reason.empty()) out << ": " << action.reason;
+    out << "  " << plan::to_string(plan::kind_of(action)) << " " << plan::dist_of(action) << " "
+        << plan::version_of(action);
+    if (!plan::reason_of(action).empty()) out << ": " << plan::reason_of(action);
     out << "\n";
   }
-  for (const nlohmann::json& entry : plan.unresolved) {
-    out << "  not fixed by this plan: " << entry.value("message", std::string()) << "\n";
+  for (const plan::Unresolved& entry : plan.unresolved) {
+    out << "  not fixed by this plan: " << plan::message_of(entry) << "\n";
   }
 }
 

@@ -83,10 +83,10 @@ Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
   // fatal: the diagnosis stands without it.
   auto guarded = guard::status(analysis.venv);
   if (options.json) {
-    nlohmann::json document = verify::doctor_json(analysis);
-    if (judged) document["probe"] = verify::probe_json(*judged);
-    document["guard"] = guarded ? nlohmann::json(guarded->enabled) : nlohmann::json();
-    std::cout << document.dump(2) << "\n";
+    const verify::GuardState guard = !guarded           ? verify::GuardState::unknown
+                                     : guarded->enabled ? verify::GuardState::on
+                                                        : verify::GuardState::off;
+    std::cout << verify::doctor_json(analysis, judged ? &*judged : nullptr, guard).dump(2) << "\n";
   } else {
     verify::print_doctor_report(analysis, std::cout, colors);
     if (judged) verify::print_probe_report(*judged, std::cout, colors);

@@ -47,33 +47,32 @@ void print_table(const plan::Plan& plan, std::ostream& out) {
     std::size_t dist_width = 12;
     std::size_t version_width = 7;
     for (const plan::Action& action : plan.actions) {
-      dist_width = std::max(dist_width, action.dist.size());
-      version_width = std::max(version_width, action.version.size());
+      dist_width = std::max(dist_width, plan::dist_of(action).size());
+      version_width = std::max(version_width, plan::version_of(action).size());
     }
     out << fmt::format("\n{:<8} {:<{}} {:<{}} {:>10}  {}\n", "ACTION", "DISTRIBUTION", dist_width,
                        "VERSION", version_width, "SIZE", "WHY");
     std::uint64_t total = 0;
     for (const plan::Action& action : plan.actions) {
-      std::string size = action.kind == plan::ActionKind::install ? human_size(action.size) : "";
-      total += action.kind == plan::ActionKind::install ? action.size : 0;
-      out << fmt::format("{:<8} {:<{}} {:<{}} {:>10}  {}\n", plan::to_string(action.kind),
-                         action.dist, dist_width, action.version, version_width, size,
-                         action.reason);
+      const auto* install = std::get_if<plan::Install>(&action);
+      std::string size = install != nullptr ? human_size(install->size) : "";
+      total += install != nullptr ? install->size : 0;
+      out << fmt::format("{:<8} {:<{}} {:<{}} {:>10}  {}\n", plan::to_string(plan::kind_of(action)),
+                         plan::dist_of(action), dist_width, plan::version_of(action), version_width,
+                         size, plan::reason_of(action));
     }
     out << fmt::format("\n{} action{}, {} to download\n", plan.actions.size(),
                        plan.actions.size() == 1 ? "" : "s", human_size(total));
   }
   if (!plan.unresolved.empty()) {
     out << "\nnot fixed by this plan:\n";
-    for (const nlohmann::json& entry : plan.unresolved) {
-      out << "  - " << entry.value("message", std::string()) << "\n";
+    for (const plan::Unresolved& entry : plan.unresolved) {
+      out << "  - " << plan::message_of(entry) << "\n";
     }
   }
   if (!plan.notes.empty()) {
     out << "\nnotes:\n";
-    for (const nlohmann::json& note : plan.notes) {
-      out << "  - " << note.value("message", std::string()) << "\n";
-    }
+    for (const plan::Note& note : plan.notes) out << "  - " << note.message << "\n";
   }
 }
 

@@ -89,17 +89,22 @@ std::vector<Break> breakage(const verify::Analysis& analysis) {
   std::vector<Break> out;
   for (const Finding& f : analysis.findings) {
     if (f.severity != verify::Severity::problem) continue;
-    switch (f.kind) {
+    switch (f.kind()) {
       case FindingKind::unresolved_soname:
       case FindingKind::escaped_soname:
-        out.push_back({soname_key(f.kind == FindingKind::escaped_soname, f.soname), f.message});
+        out.push_back(
+            {soname_key(f.kind() == FindingKind::escaped_soname, std::string(verify::soname_of(f))),
+             f.message});
         break;
       case FindingKind::ghost_files:
         out.push_back({ghost_key(pep::normalize_name(f.dist)), f.message});
         break;
-      case FindingKind::unmet_requirement:
-        out.push_back({requirement_key(f.required_by, f.requirement), f.message, Repairable::no});
+      case FindingKind::unmet_requirement: {
+        const auto& unmet = *f.as<verify::UnmetRequirement>();
+        out.push_back(
+            {requirement_key(unmet.required_by, unmet.requirement), f.message, Repairable::no});
         break;
+      }
       default:
         break;
     }
@@ -146,9 +151,9 @@ Result<UninstallBreakage> uninstall_breakage(const verify::Analysis& analysis,
     out.removal.actions.push_back(detail::remove_action(context, draft.removals[i], keeps[i]));
   }
   std::sort(out.removal.actions.begin(), out.removal.actions.end(),
-            [](const Action& a, const Action& b) { return a.dist < b.dist; });
+            [](const Action& a, const Action& b) { return dist_of(a) < dist_of(b); });
   out.removal.unresolved = draft.unresolved;
-  for (const nlohmann::json& note : draft.notes) out.removal.notes.push_back(note);
+  out.removal.notes.insert(out.removal.notes.end(), draft.notes.begin(), draft.notes.end());
   std::vector<Break> after;
   soname_breaks(context, draft, failures, after);
   owner_breaks(context, draft, keeps, after);

@@ -175,14 +175,11 @@ Error with_hint(Error error, const std::string& hint) {
 
 // A want that names a placeholder (a ghost or clobbered nvidia-cublas-cu13): never planned.
 void refuse_placeholder(const Want& want, const manifest::Distribution& real, Draft& draft) {
-  nlohmann::json entry = {
-      {"kind", "placeholder"},
-      {"dist", want.name},
-      {"use", real.name},
-      {"message",
-       fmt::format("{} is a source-only placeholder whose build fails, not a wheel venvfix "
-                   "installs; the CUDA 13 component is {}: install that instead",
-                   want.name, real.name)}};
+  Placeholder entry{want.name, real.name,
+                    fmt::format("{} is a source-only placeholder whose build fails, not a wheel "
+                                "venvfix installs; the CUDA 13 component is {}: install that "
+                                "instead",
+                                want.name, real.name)};
   draft.add_unresolved("placeholder " + want.name, std::move(entry));
 }
 
@@ -260,27 +257,23 @@ Status explain_no_candidate(const Context& context, const Want& want, const Rule
     requirements.push_back(fmt::format("{} (required by {})", text, by));
   }
   std::string rule_side = rule.phrase.empty() ? want.name : rule.phrase;
-  nlohmann::json entry = {
-      {"kind", "conflicting-requirements"},
-      {"dist", want.name},
-      {"requirements", requirements},
-      {"message",
-       fmt::format(
-           "{}, but {}: no version of {} satisfies both, and venvfix makes no silent "
-           "choice; change or remove one of these distributions",
-           rule_side,
-           conflicting.empty() ? "the installed requirements disagree" : join(conflicting, " and "),
-           want.name)}};
+  ConflictingRequirements entry{
+      want.name, requirements,
+      fmt::format(
+          "{}, but {}: no version of {} satisfies both, and venvfix makes no silent "
+          "choice; change or remove one of these distributions",
+          rule_side,
+          conflicting.empty() ? "the installed requirements disagree" : join(conflicting, " and "),
+          want.name)};
   draft.add_unresolved("conflict " + want.name, std::move(entry));
   return ok();
 }
 
-Result<Install> make_install(const Context& context, const Want& want, const Rule& rule,
-                             const index::Candidate& best, IndexView& index) {
+Result<Addition> make_install(const Context& context, const Want& want, const Rule& rule,
+                              const index::Candidate& best, IndexView& index) {
   VENVFIX_TRY_ASSIGN(IndexView::Digest digest, index.digest(best));
-  Install install;
-  Action& action = install.action;
-  action.kind = ActionKind::install;
+  Addition install;
+  Install& action = install.action;
   action.dist = want.name;
   action.version = best.wheel.version.to_string();
   if (const dist::Distribution* installed = context.installed(want.name)) {
@@ -305,11 +298,11 @@ Result<Install> make_install(const Context& context, const Want& want, const Rul
 
 }  // namespace
 
-Result<std::optional<Install>> choose(const Context& context, const Want& want, const Pins& pins,
-                                      IndexView& index, Draft& draft) {
+Result<std::optional<Addition>> choose(const Context& context, const Want& want, const Pins& pins,
+                                       IndexView& index, Draft& draft) {
   if (const manifest::Distribution* real = context.manifests.placeholder_of(want.name)) {
     refuse_placeholder(want, *real, draft);
-    return std::optional<Install>();
+    return std::optional<Addition>();
   }
   // An index that fails is an error as it is; only a version or wheel missing from a page that
   // came back gets the advice in explain_no_candidate.
@@ -321,10 +314,10 @@ Result<std::optional<Install>> choose(const Context& context, const Want& want, 
   std::optional<index::Candidate> best = best_candidate(want, rule, others, index);
   if (!best) {
     VENVFIX_TRY(explain_no_candidate(context, want, rule, others, index, draft));
-    return std::optional<Install>();
+    return std::optional<Addition>();
   }
-  VENVFIX_TRY_ASSIGN(Install install, make_install(context, want, rule, *best, index));
-  return std::optional<Install>(std::move(install));
+  VENVFIX_TRY_ASSIGN(Addition install, make_install(context, want, rule, *best, index));
+  return std::optional<Addition>(std::move(install));
 }
 
 }  // namespace venvfix::plan::detail

@@ -18,8 +18,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "venvfix/base/result.hpp"
 #include "venvfix/dist/inventory.hpp"
 #include "venvfix/index/client.hpp"
@@ -126,13 +124,13 @@ struct Draft {
   // Sonames to restore: soname -> consumers (display paths).
   std::map<std::string, std::set<std::string>> sonames;
   std::map<std::string, bool> soname_repair;  // soname -> needed because of a removal
-  nlohmann::json unresolved = nlohmann::json::array();
-  nlohmann::json notes = nlohmann::json::array();
+  std::vector<Unresolved> unresolved;
+  std::vector<Note> notes;
   std::set<std::string> unresolved_keys;
 
   Want& want(const std::string& name, int cuda_major);
   // Adds an unresolved entry once per key.
-  void add_unresolved(const std::string& key, nlohmann::json entry);
+  void add_unresolved(const std::string& key, Unresolved entry);
   std::set<std::size_t> leaving() const;  // the removed distributions
 };
 
@@ -170,15 +168,16 @@ struct AddedFile {
   std::string soname;
   const manifest::Library* library = nullptr;
 };
-struct Install {
-  Action action;
+// An install of the plan with the files it adds.
+struct Addition {
+  Install action;
   std::vector<AddedFile> files;
 };
 
 // choose.cpp: the version and wheel of a want. nullopt when the requirements conflict (an
 // unresolved entry names both); Error on an index failure or a pinned version with no wheel.
-Result<std::optional<Install>> choose(const Context& context, const Want& want, const Pins& pins,
-                                      IndexView& index, Draft& draft);
+Result<std::optional<Addition>> choose(const Context& context, const Want& want, const Pins& pins,
+                                       IndexView& index, Draft& draft);
 
 // simulate.cpp: target sonames that do not resolve (or still resolve outside the venv) once
 // the removals and installs are done.
@@ -191,7 +190,7 @@ struct Failure {
   std::optional<std::size_t> cause;  // regression: the removal (Draft::removals index) to blame
 };
 // `keeps` is parallel to the draft's removals.
-std::vector<Failure> simulate(const Context& context, const std::vector<Install>& installs,
+std::vector<Failure> simulate(const Context& context, const std::vector<Addition>& installs,
                               const std::vector<Keep>& keeps);
 
 // planner.cpp: the plan's header (venv, python, platform, targets, state digest, findings,
@@ -206,9 +205,9 @@ int target_cuda_major(const verify::Analysis& analysis);
 // requirer, a note otherwise.
 void uninstall_requirements(const Context& context, Draft& draft);
 // The unresolved entry of a soname the simulation finds failing.
-nlohmann::json failure_entry(const Context& context, const Failure& failure, const Draft& draft);
+Unresolved failure_entry(const Context& context, const Failure& failure, const Draft& draft);
 // The remove action of a removal, with the paths it keeps.
-Action remove_action(const Context& context, const Removal& removal, const Keep& keep);
+Remove remove_action(const Context& context, const Removal& removal, const Keep& keep);
 
 // "torch/lib/libtorch_cuda.so" or "torch/lib/libtorch_cuda.so and 3 more".
 std::string first_and_more(const std::set<std::string>& items);

@@ -26,10 +26,10 @@ bool foreign(const Context& context, const std::string& name) {
   return major != 0 && context.cuda_major != 0 && major != context.cuda_major;
 }
 
-nlohmann::json entry_for(const Finding& finding, std::string message) {
-  nlohmann::json entry = verify::to_json(finding);
-  entry.erase("severity");
-  entry["message"] = std::move(message);
+// The finding as an unresolved entry, its message completed by what the plan cannot do.
+Unresolved entry_for(const Finding& finding, std::string message) {
+  Finding entry = finding;
+  entry.message = std::move(message);
   return entry;
 }
 
@@ -40,22 +40,41 @@ void reinstall(const Context& context, Draft& draft, const Finding& finding, std
   want.add_cause(std::move(cause));
 }
 
+// An unresolved or escaped soname: a soname to restore, or unresolved when the system must
+// provide it.
+void soname_need(const Context& context, const Finding& finding, Draft& draft) {
+  const std::string soname(verify::soname_of(finding));
+  if (context.manifests.system_provider(soname)) {
+    draft.add_unresolved(
+        "soname " + soname,
+        entry_for(finding, finding.message + "; it comes from the operating system, not from "
+                                             "a wheel: install it with the system's package "
+                                             "manager"));
+    return;
+  }
+  const auto* unresolved = finding.as<verify::UnresolvedSoname>();
+  const std::vector<std::string>& needed_by = unresolved != nullptr
+                                                  ? unresolved->needed_by
+                                                  : finding.as<verify::EscapedSoname>()->needed_by;
+  draft.sonames[soname].insert(needed_by.begin(), needed_by.end());
+}
+
 }  // namespace
 
 void needs_from_findings(const Context& context, Draft& draft) {
   for (const Finding& finding : context.analysis.findings) {
     if (finding.severity != Severity::problem) continue;
-    switch (finding.kind) {
+    switch (finding.kind()) {
       case FindingKind::ghost_files: {
+        const auto& ghost = *finding.as<verify::GhostFiles>();
         std::vector<std::string> parts;
-        if (!finding.missing.empty()) {
-          parts.push_back(fmt::format("{} {} missing", first_paths(finding.missing),
-                                      finding.missing.size() == 1 ? "is" : "are"));
+        if (!ghost.missing.empty()) {
+          parts.push_back(fmt::format("{} {} missing", first_paths(ghost.missing),
+                                      ghost.missing.size() == 1 ? "is" : "are"));
         }
-        if (!finding.mismatched.empty()) {
-          parts.push_back(fmt::format("{} differ{} from its RECORD",
-                                      first_paths(finding.mismatched),
-                                      finding.mismatched.size() == 1 ? "s" : ""));
+        if (!ghost.mismatched.empty()) {
+          parts.push_back(fmt::format("{} differ{} from its RECORD", first_paths(ghost.mismatched),
+                                      ghost.mismatched.size() == 1 ? "s" : ""));
         }
         reinstall(context, draft, finding,
                   fmt::format("reinstalls {} {}, whose {}", finding.dist, finding.version,
@@ -66,34 +85,28 @@ void needs_from_findings(const Context& context, Draft& draft) {
         reinstall(context, draft, finding,
                   fmt::format("reinstalls {} {}, whose {} hold{} the bytes of {}", finding.dist,
                               finding.version, first_paths(finding.paths),
-                              finding.paths.size() == 1 ? "s" : "", join(finding.dists, ", ")));
+                              finding.paths.size() == 1 ? "s" : "",
+                              join(finding.as<verify::ClobberedFiles>()->dists, ", ")));
         break;
       case FindingKind::unresolved_soname:
       case FindingKind::escaped_soname:
-        if (context.manifests.system_provider(finding.soname)) {
-          draft.add_unresolved(
-              "soname " + finding.soname,
-              entry_for(finding, finding.message +
-                                     "; it comes from the operating system, not from a wheel: "
-                                     "install it with the system's package manager"));
-          break;
-        }
-        draft.sonames[finding.soname].insert(finding.needed_by.begin(), finding.needed_by.end());
+        soname_need(context, finding, draft);
         break;
       case FindingKind::unmet_requirement: {
-        auto requirement = pep::Requirement::parse(finding.requirement);
+        const auto& unmet = *finding.as<verify::UnmetRequirement>();
+        auto requirement = pep::Requirement::parse(unmet.requirement);
         if (!requirement) break;
         std::string name = pep::normalize_name(requirement->name);
         if (foreign(context, name)) {
           draft.add_unresolved(
-              "requirement " + finding.requirement,
+              "requirement " + unmet.requirement,
               entry_for(finding, finding.message + "; venvfix never installs a distribution "
                                                    "of another CUDA major than the target's"));
           break;
         }
         Want& want = draft.want(name, context.cuda_major);
         want.requirement = std::move(requirement).value();
-        want.required_by = finding.required_by;
+        want.required_by = unmet.required_by;
         want.add_cause(finding.message);
         break;
       }
@@ -111,7 +124,7 @@ void needs_from_findings(const Context& context, Draft& draft) {
         // wheel's files replace what is on disk.
         reinstall(context, draft, finding,
                   fmt::format("reinstalls {} {}, whose dist-info is broken ({})", finding.dist,
-                              finding.version, finding.anomaly));
+                              finding.version, finding.as<verify::DistInfo>()->anomaly));
         break;
       case FindingKind::shared_paths:  // answered by the removals (planner.cpp checks)
       case FindingKind::cuda_mix:      // remove.cpp
@@ -202,10 +215,12 @@ void providers_for_sonames(const Context& context, const Pins& pins, Draft& draf
       if (!names.empty()) chosen = names.front();
     }
     if (chosen.empty()) {
-      nlohmann::json entry = {
-          {"kind", "unresolved-soname"}, {"soname", soname}, {"needed_by", consumers}};
+      Finding entry;
+      entry.severity = Severity::problem;
+      entry.detail =
+          verify::UnresolvedSoname{soname, {}, {consumers.begin(), consumers.end()}, {}, {}};
       std::string where = major != 0 ? fmt::format(" for CUDA {}", major) : std::string();
-      entry["message"] = fmt::format(
+      entry.message = fmt::format(
           "{} (needed by {}) is shipped by no distribution venvfix knows{}{}; install what "
           "provides it yourself",
           soname, first_and_more(consumers), where,

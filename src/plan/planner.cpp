@@ -62,7 +62,7 @@ Want& Draft::want(const std::string& name, int cuda_major) {
   return it->second;
 }
 
-void Draft::add_unresolved(const std::string& key, nlohmann::json entry) {
+void Draft::add_unresolved(const std::string& key, Unresolved entry) {
   if (unresolved_keys.insert(key).second) unresolved.push_back(std::move(entry));
 }
 
@@ -97,10 +97,9 @@ std::vector<std::pair<pep::Requirement, std::string>> Context::requirements_on(
   return out;
 }
 
-Action remove_action(const Context& context, const Removal& removal, const Keep& keep) {
+Remove remove_action(const Context& context, const Removal& removal, const Keep& keep) {
   const dist::Distribution& dist = context.dist(removal.dist);
-  Action action;
-  action.kind = ActionKind::remove;
+  Remove action;
   action.dist = dist.normalized_name;
   action.version = dist.version;
   action.keep = keep.keep;
@@ -122,15 +121,11 @@ Plan start_plan(const verify::Analysis& analysis) {
   plan.targets = analysis.target_list();
   plan.state = state_digest(analysis);
   // Exactly what `doctor --json` reports for this venv, warnings included, in its order.
-  for (const verify::Finding& finding : analysis.findings) {
-    plan.findings.push_back(verify::to_json(finding));
-  }
+  plan.findings = analysis.findings;
   for (const verify::Finding& note : analysis.notes) {
-    plan.notes.push_back({{"kind", "driver-library"},
-                          {"soname", note.soname},
-                          {"needed_by", note.needed_by},
-                          {"provided_by", "driver"},
-                          {"message", note.message + "; never planned"}});
+    const auto* driver = note.as<verify::UnresolvedSoname>();
+    plan.notes.push_back(
+        {note.message + "; never planned", DriverLibrary{driver->soname, driver->needed_by}});
   }
   return plan;
 }
@@ -171,42 +166,43 @@ void uninstall_requirements(const Context& context, Draft& draft) {
       std::string message = fmt::format("uninstalling {} {} leaves {}'s requirement {} unmet",
                                         dist.normalized_name, dist.version, by, text);
       if (needed) {
-        draft.add_unresolved(fmt::format("requirement {} {}", text, by),
-                             {{"kind", "unmet-requirement"},
-                              {"dist", dist.normalized_name},
-                              {"requirement", text},
-                              {"required_by", by},
-                              {"message", message}});
+        verify::Finding entry;
+        entry.severity = verify::Severity::problem;
+        entry.message = std::move(message);
+        entry.dist = dist.normalized_name;
+        entry.detail = verify::UnmetRequirement{text, by};
+        draft.add_unresolved(fmt::format("requirement {} {}", text, by), std::move(entry));
       } else {
-        draft.notes.push_back({{"kind", "unmet-requirement"},
-                               {"dist", dist.normalized_name},
-                               {"required_by", by},
-                               {"message", message}});
+        draft.notes.push_back({std::move(message), UnmetByUninstall{dist.normalized_name, by}});
       }
     }
   }
 }
 
-nlohmann::json failure_entry(const Context& context, const Failure& failure, const Draft& draft) {
-  nlohmann::json entry = {{"kind", failure.escaped ? "escaped-soname" : "unresolved-soname"},
-                          {"soname", failure.soname},
-                          {"needed_by", failure.needed_by}};
+Unresolved failure_entry(const Context& context, const Failure& failure, const Draft& draft) {
+  verify::Finding entry;
+  entry.severity = verify::Severity::problem;
+  std::vector<std::string> needed_by(failure.needed_by.begin(), failure.needed_by.end());
+  if (failure.escaped) {
+    entry.detail = verify::EscapedSoname{failure.soname, std::move(needed_by), failure.resolved_to};
+  } else {
+    entry.detail = verify::UnresolvedSoname{failure.soname, {}, std::move(needed_by), {}, {}};
+  }
   std::string consumers = first_and_more(failure.needed_by);
   if (failure.escaped) {
-    entry["resolved_to"] = failure.resolved_to;
-    entry["message"] = fmt::format(
+    entry.message = fmt::format(
         "{} would still be loaded from {} for {}: the loader looks there before the venv's "
         "copy (check LD_LIBRARY_PATH)",
         failure.soname, failure.resolved_to, consumers);
   } else if (failure.regression && failure.cause) {
-    entry["message"] = fmt::format(
+    entry.message = fmt::format(
         "{} (needed by {}) would no longer resolve once {} is removed, and nothing venvfix "
         "knows provides it elsewhere",
         failure.soname, consumers,
         context.dist(draft.removals[*failure.cause].dist).normalized_name);
   } else {
-    entry["message"] = fmt::format("{} (needed by {}) would still not resolve after this plan",
-                                   failure.soname, consumers);
+    entry.message = fmt::format("{} (needed by {}) would still not resolve after this plan",
+                                failure.soname, consumers);
   }
   return entry;
 }
@@ -221,7 +217,7 @@ using namespace detail;
 struct Round {
   Draft draft;
   std::vector<Keep> keeps;
-  std::vector<Install> installs;
+  std::vector<Addition> installs;
   std::vector<Failure> failures;
 };
 
@@ -265,7 +261,7 @@ Result<Round> plan_round(const Context& context, IndexView& index, std::optional
     }
     providers_for_sonames(context, *pins, draft);
     for (const auto& [name, want] : draft.wants) {
-      VENVFIX_TRY_ASSIGN(std::optional<Install> install,
+      VENVFIX_TRY_ASSIGN(std::optional<Addition> install,
                          choose(context, want, *pins, index, draft));
       if (install) round.installs.push_back(std::move(install).value());
     }
@@ -286,36 +282,33 @@ void finish(const Context& context, Round& round, Plan& plan) {
   if (context.uninstall.empty()) {
     // Two remaining owners of the same paths with different bytes: nothing an install fixes.
     for (const verify::Finding& finding : analysis.findings) {
-      if (finding.kind != verify::FindingKind::shared_paths ||
-          finding.severity != verify::Severity::problem) {
-        continue;
-      }
-      bool resolved = std::any_of(finding.dists.begin(), finding.dists.end(),
+      const auto* shared = finding.as<verify::SharedPaths>();
+      if (shared == nullptr || finding.severity != verify::Severity::problem) continue;
+      bool resolved = std::any_of(shared->dists.begin(), shared->dists.end(),
                                   [&](const std::string& d) { return leaving_names.count(d); });
       if (resolved) continue;
-      nlohmann::json entry = verify::to_json(finding);
-      entry.erase("severity");
-      entry["message"] = finding.message +
-                         "; venvfix leaves both installed (uninstall one of them with "
-                         "`venvfix uninstall`)";
-      draft.add_unresolved("shared " + join(finding.dists, ","), std::move(entry));
+      verify::Finding entry = finding;
+      entry.message = finding.message +
+                      "; venvfix leaves both installed (uninstall one of them with "
+                      "`venvfix uninstall`)";
+      draft.add_unresolved("shared " + join(shared->dists, ","), std::move(entry));
     }
   }
 
-  std::vector<std::pair<std::string, Action>> removes;
+  std::vector<std::pair<std::string, Remove>> removes;
   for (std::size_t i = 0; i < draft.removals.size(); ++i) {
-    Action action = remove_action(context, draft.removals[i], round.keeps[i]);
+    Remove action = remove_action(context, draft.removals[i], round.keeps[i]);
     removes.emplace_back(action.dist, std::move(action));
   }
   std::sort(removes.begin(), removes.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [name, action] : removes) plan.actions.push_back(std::move(action));
   std::sort(round.installs.begin(), round.installs.end(),
-            [](const Install& a, const Install& b) { return a.action.dist < b.action.dist; });
-  for (Install& install : round.installs) plan.actions.push_back(std::move(install.action));
+            [](const Addition& a, const Addition& b) { return a.action.dist < b.action.dist; });
+  for (Addition& install : round.installs) plan.actions.push_back(std::move(install.action));
 
   plan.unresolved = std::move(draft.unresolved);
-  for (nlohmann::json& note : draft.notes) plan.notes.push_back(std::move(note));
+  for (Note& note : draft.notes) plan.notes.push_back(std::move(note));
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ std::vector<Candidate> removal_candidates(const Context& context,
   std::vector<Candidate> candidates;
   std::set<std::size_t> seen;
   for (const Finding& finding : context.analysis.findings) {
-    if (finding.kind != FindingKind::cuda_mix) continue;
-    if (!finding.conflicts && !context.options.remove_foreign_cuda) continue;
+    const auto* mix = finding.as<verify::CudaMix>();
+    if (mix == nullptr || (!mix->conflicts && !context.options.remove_foreign_cuda)) continue;
     const dist::Distribution* dist = context.analysis.inventory.find(finding.dist);
     if (dist == nullptr) continue;
     auto index = static_cast<std::size_t>(dist - distributions.data());
@@ -65,18 +65,16 @@ std::vector<Candidate> removal_candidates(const Context& context,
       candidates.push_back({index, &finding});
       continue;
     }
-    draft.notes.push_back(
-        {{"kind", "kept-foreign-cuda"},
-         {"dist", finding.dist},
-         {"message", fmt::format("{} {} stays: removing it would leave a target soname "
-                                 "unresolved",
-                                 finding.dist, finding.version)}});
-    if (finding.conflicts) {
-      draft.add_unresolved("cuda-mix " + finding.dist,
-                           {{"kind", "cuda-mix"},
-                            {"dist", finding.dist},
-                            {"message", finding.message + "; it cannot be removed without "
-                                                          "breaking a target"}});
+    draft.notes.push_back({fmt::format("{} {} stays: removing it would leave a target soname "
+                                       "unresolved",
+                                       finding.dist, finding.version),
+                           KeptForeignCuda{finding.dist}});
+    if (mix->conflicts) {
+      draft.add_unresolved(
+          "cuda-mix " + finding.dist,
+          KeptCudaMix{finding.dist,
+                      {},
+                      finding.message + "; it cannot be removed without breaking a target"});
     }
   }
   return candidates;
@@ -107,33 +105,31 @@ std::map<std::size_t, std::vector<std::string>> blocked_candidates(
 
 void keep_required(const Finding& finding, const std::vector<std::string>& by, Draft& draft) {
   const char* verb_ending = by.size() == 1 ? "s" : "";
-  if (!finding.conflicts) {
-    draft.notes.push_back({{"kind", "kept-foreign-cuda"},
-                           {"dist", finding.dist},
-                           {"message", fmt::format("{} {} stays: {} require{} it", finding.dist,
-                                                   finding.version, join(by, ", "), verb_ending)}});
+  if (!finding.as<verify::CudaMix>()->conflicts) {
+    draft.notes.push_back({fmt::format("{} {} stays: {} require{} it", finding.dist,
+                                       finding.version, join(by, ", "), verb_ending),
+                           KeptForeignCuda{finding.dist}});
     return;
   }
   draft.add_unresolved("cuda-mix " + finding.dist,
-                       {{"kind", "cuda-mix"},
-                        {"dist", finding.dist},
-                        {"required_by_installed", by},
-                        {"message", fmt::format("{}; it cannot be removed while {} require{} it",
-                                                finding.message, join(by, ", "), verb_ending)}});
+                       KeptCudaMix{finding.dist, by,
+                                   fmt::format("{}; it cannot be removed while {} require{} it",
+                                               finding.message, join(by, ", "), verb_ending)});
 }
 
 std::string removal_reason(const Finding& finding) {
-  if (finding.conflicts) {
+  const verify::CudaMix& mix = *finding.as<verify::CudaMix>();
+  if (mix.conflicts) {
     return fmt::format(
         "removes {} {}, a CUDA {} distribution that shares or overwrote files of {} (the "
         "target is built for CUDA {})",
-        finding.dist, finding.version, finding.cuda_major, join(finding.dists, ", "),
-        finding.target_cuda_major);
+        finding.dist, finding.version, mix.cuda_major, join(mix.dists, ", "),
+        mix.target_cuda_major);
   }
   return fmt::format(
       "removes {} {}, a CUDA {} distribution beside a target built for CUDA {} "
       "(--remove-foreign-cuda)",
-      finding.dist, finding.version, finding.cuda_major, finding.target_cuda_major);
+      finding.dist, finding.version, mix.cuda_major, mix.target_cuda_major);
 }
 
 }  // namespace
@@ -151,9 +147,10 @@ Status plan_removals(const Context& context, const std::set<std::size_t>& droppe
       keep_required(finding, it->second, draft);
       continue;
     }
-    draft.removals.push_back({candidate.dist,
-                              finding.conflicts ? "conflicting-cuda" : "foreign-cuda",
-                              removal_reason(finding), true});
+    draft.removals.push_back(
+        {candidate.dist,
+         finding.as<verify::CudaMix>()->conflicts ? "conflicting-cuda" : "foreign-cuda",
+         removal_reason(finding), true});
   }
   return ok();
 }

@@ -24,8 +24,8 @@ namespace {
 // The venv as the plan leaves it.
 class After {
  public:
-  After(const std::vector<Install>& installs, const std::vector<Keep>& keeps) {
-    for (const Install& install : installs) {
+  After(const std::vector<Addition>& installs, const std::vector<Keep>& keeps) {
+    for (const Addition& install : installs) {
       for (const AddedFile& file : install.files) {
         m_added[file.path.string()] = &file;
         m_added_by_dir[file.path.parent_path()].push_back(file.path.filename().string());
@@ -109,7 +109,7 @@ struct Resolved {
 // needs of every library the installs bring into the load.
 class Simulation {
  public:
-  Simulation(const Context& context, const std::vector<Install>& installs,
+  Simulation(const Context& context, const std::vector<Addition>& installs,
              const std::vector<Keep>& keeps)
       : m_context(context),
         m_analysis(context.analysis),
@@ -246,7 +246,7 @@ class Simulation {
 
 }  // namespace
 
-std::vector<Failure> simulate(const Context& context, const std::vector<Install>& installs,
+std::vector<Failure> simulate(const Context& context, const std::vector<Addition>& installs,
                               const std::vector<Keep>& keeps) {
   Simulation simulation(context, installs, keeps);
   simulation.check_current_uses();

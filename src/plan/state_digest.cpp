@@ -83,16 +83,16 @@ std::string state_digest(const verify::Analysis& analysis) {
   // depends on the loader's view of the host; the digest must not).
   std::vector<std::vector<std::string>> files;
   for (const verify::Finding& finding : analysis.findings) {
-    if (finding.kind == verify::FindingKind::ghost_files) {
-      for (const std::string& path : finding.missing)
+    if (const auto* ghost = finding.as<verify::GhostFiles>()) {
+      for (const std::string& path : ghost->missing)
         files.push_back({"missing", finding.dist, path});
-      for (const std::string& path : finding.mismatched) {
+      for (const std::string& path : ghost->mismatched) {
         files.push_back({"mismatched", finding.dist, path});
       }
-    } else if (finding.kind == verify::FindingKind::clobbered_files) {
+    } else if (const auto* clobbered = finding.as<verify::ClobberedFiles>()) {
       for (const std::string& path : finding.paths) {
         std::vector<std::string> line = {"clobbered", finding.dist, path};
-        line.insert(line.end(), finding.dists.begin(), finding.dists.end());
+        line.insert(line.end(), clobbered->dists.begin(), clobbered->dists.end());
         files.push_back(std::move(line));
       }
     }

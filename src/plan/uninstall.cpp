@@ -36,19 +36,20 @@ std::vector<std::string> unrepaired(const Plan& plan, const verify::Analysis& an
   std::set<std::string> existing;
   for (const verify::Finding& finding : analysis.findings) {
     if (finding.severity != verify::Severity::problem) continue;
-    if (!finding.soname.empty()) existing.insert("soname " + finding.soname);
+    if (std::string_view soname = verify::soname_of(finding); !soname.empty()) {
+      existing.insert(fmt::format("soname {}", soname));
+    }
     if (!finding.dist.empty()) existing.insert("dist " + pep::normalize_name(finding.dist));
   }
   std::vector<std::string> out;
-  for (const nlohmann::json& entry : plan.unresolved) {
-    if (!entry.is_object()) continue;
-    std::string soname = entry.value("soname", std::string());
-    std::string dist = entry.value("dist", std::string());
-    if ((!soname.empty() && existing.count("soname " + soname)) ||
+  for (const Unresolved& entry : plan.unresolved) {
+    const std::string_view soname = soname_of(entry);
+    const std::string& dist = dist_of(entry);
+    if ((!soname.empty() && existing.count(fmt::format("soname {}", soname))) ||
         (!dist.empty() && existing.count("dist " + pep::normalize_name(dist)))) {
       continue;
     }
-    out.push_back(entry.value("message", entry.dump()));
+    out.push_back(message_of(entry));
   }
   return out;
 }

@@ -52,10 +52,9 @@ std::string state_phrase(MetadataFileState state, std::string_view file) {
 Finding anomaly_finding(const Analysis& analysis, std::size_t index, std::string anomaly) {
   const dist::Distribution& dist = analysis.inventory.distributions[index];
   Finding finding;
-  finding.kind = FindingKind::dist_info;
+  finding.detail = DistInfo{std::move(anomaly)};
   finding.dist = dist.normalized_name;
   finding.version = dist.version;
-  finding.anomaly = std::move(anomaly);
   finding.paths = {analysis.display_path(dist.metadata_dir)};
   return finding;
 }
@@ -150,10 +149,8 @@ void check_dist_info(Analysis& analysis) {
 
 void check_stashes(Analysis& analysis, const std::vector<fs::path>& stashes) {
   for (const fs::path& stash : stashes) {
-    Finding finding;
-    finding.kind = FindingKind::pip_stash;
-    finding.severity = Severity::warning;
-    finding.paths = {analysis.display_path(stash)};
+    // Built with its kind (GCC 12 warns, wrongly, when an empty kind replaces the default).
+    Finding finding{Severity::warning, {}, {}, {}, {analysis.display_path(stash)}, PipStash{}};
     std::string what = "files";
     if (stash.filename().string().ends_with(".dist-info")) {
       if (auto metadata = stash_metadata(stash)) {

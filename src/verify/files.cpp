@@ -56,12 +56,10 @@ void add_ghost_and_clobbered(Analysis& analysis, std::map<std::size_t, DistFiles
       std::sort(files.missing.begin(), files.missing.end());
       std::sort(files.mismatched.begin(), files.mismatched.end());
       Finding finding;
-      finding.kind = FindingKind::ghost_files;
+      finding.detail = GhostFiles{files.missing, files.mismatched};
       finding.severity = severity;
       finding.dist = dist.normalized_name;
       finding.version = dist.version;
-      finding.missing = files.missing;
-      finding.mismatched = files.mismatched;
       std::vector<std::string> parts;
       if (!files.missing.empty()) {
         parts.push_back(fmt::format("{} of its files {} missing ({})", files.missing.size(),
@@ -90,16 +88,16 @@ void add_ghost_and_clobbered(Analysis& analysis, std::map<std::size_t, DistFiles
     if (!files.clobbered.empty()) {
       std::sort(files.clobbered.begin(), files.clobbered.end());
       Finding finding;
-      finding.kind = FindingKind::clobbered_files;
+      const std::vector<std::string> by(files.clobbered_by.begin(), files.clobbered_by.end());
+      finding.detail = ClobberedFiles{by};
       finding.severity = severity;
       finding.dist = dist.normalized_name;
       finding.version = dist.version;
       finding.paths = files.clobbered;
-      finding.dists.assign(files.clobbered_by.begin(), files.clobbered_by.end());
       finding.message = fmt::format("{} file{} of {} hold{} the bytes of {} ({})",
                                     files.clobbered.size(), files.clobbered.size() == 1 ? "" : "s",
                                     dist_label(dist), files.clobbered.size() == 1 ? "s" : "",
-                                    join(finding.dists, ", "), first_paths(files.clobbered));
+                                    join(by, ", "), first_paths(files.clobbered));
       analysis.findings.push_back(std::move(finding));
     }
   }
@@ -145,16 +143,17 @@ void add_shared_paths(Analysis& analysis) {
     bool needed =
         std::any_of(key.begin(), key.end(), [&](std::size_t i) { return analysis.needed[i]; });
     Finding finding;
-    finding.kind = FindingKind::shared_paths;
+    std::vector<std::string> owners;
+    for (std::size_t owner : key) owners.push_back(distributions[owner].normalized_name);
     finding.severity = needed && !group.bytes_agree ? Severity::problem : Severity::warning;
-    for (std::size_t owner : key) finding.dists.push_back(distributions[owner].normalized_name);
     finding.paths = group.paths;
     finding.message = fmt::format(
         "{} path{} {} listed by {}{}: uninstalling one of them removes {} for the other{}",
         group.paths.size(), group.paths.size() == 1 ? "" : "s",
-        group.paths.size() == 1 ? "is" : "are", join(finding.dists, " and "),
+        group.paths.size() == 1 ? "is" : "are", join(owners, " and "),
         group.bytes_agree ? " with the same bytes" : " with different bytes",
         group.paths.size() == 1 ? "it" : "them", key.size() > 2 ? "s" : "");
+    finding.detail = SharedPaths{std::move(owners)};
     analysis.findings.push_back(std::move(finding));
   }
 }

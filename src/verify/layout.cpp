@@ -41,11 +41,10 @@ void check_split_site_packages(Analysis& analysis, const manifest::Manifests& ma
     }
     if (elsewhere.empty()) continue;
     Finding finding;
-    finding.kind = FindingKind::split_site_packages;
+    finding.detail = SplitSitePackages{elsewhere};
     finding.severity = Severity::problem;
     finding.dist = target_dist.normalized_name;
     finding.version = target_dist.version;
-    finding.dists = elsewhere;
     finding.paths.push_back(relative_to_root(analysis, target_dist.site_packages));
     finding.paths.insert(finding.paths.end(), other_dirs.begin(), other_dirs.end());
     finding.message = fmt::format(
@@ -118,9 +117,9 @@ void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
         }
       }
       for (const Finding& finding : analysis.findings) {
-        if (finding.kind == FindingKind::clobbered_files &&
-            std::find(finding.dists.begin(), finding.dists.end(), dist.normalized_name) !=
-                finding.dists.end()) {
+        const auto* clobbered = finding.as<ClobberedFiles>();
+        if (clobbered != nullptr && std::find(clobbered->dists.begin(), clobbered->dists.end(),
+                                              dist.normalized_name) != clobbered->dists.end()) {
           const dist::Distribution* victim = analysis.inventory.find(finding.dist);
           if (victim != nullptr &&
               analysis.needed[static_cast<std::size_t>(victim - distributions.data())]) {
@@ -128,32 +127,32 @@ void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
           }
         }
       }
+      CudaMix mix;
+      mix.conflicts = !victims.empty();
+      mix.cuda_major = known->cuda_major;
+      mix.target_cuda_major = target.cuda_major;
+      mix.dists.assign(victims.begin(), victims.end());
+      mix.required_by_installed = required_by(analysis, dist.normalized_name);
+      Breakage breakage = removal_breaks(analysis, i);
+      mix.breaks = breakage.sonames;
       Finding finding;
-      finding.kind = FindingKind::cuda_mix;
-      finding.conflicts = !victims.empty();
-      finding.severity = finding.conflicts ? Severity::problem : Severity::warning;
+      finding.severity = mix.conflicts ? Severity::problem : Severity::warning;
       finding.dist = dist.normalized_name;
       finding.version = dist.version;
-      finding.cuda_major = known->cuda_major;
-      finding.target_cuda_major = target.cuda_major;
-      finding.dists.assign(victims.begin(), victims.end());
-      finding.required_by_installed = required_by(analysis, dist.normalized_name);
-      Breakage breakage = removal_breaks(analysis, i);
-      finding.breaks = breakage.sonames;
       const dist::Distribution& target_dist = distributions[target.dist];
       finding.message = fmt::format("{} is a CUDA {} distribution beside {} (built for CUDA {})",
                                     dist_label(dist), known->cuda_major, dist_label(target_dist),
                                     target.cuda_major);
-      if (finding.conflicts) {
+      if (mix.conflicts) {
         finding.message +=
-            fmt::format(", and it shares or overwrote files of {}", join(finding.dists, ", "));
+            fmt::format(", and it shares or overwrote files of {}", join(mix.dists, ", "));
       }
       finding.message += breakage_text(analysis, i, breakage);
-      if (!finding.required_by_installed.empty()) {
-        finding.message +=
-            fmt::format("; {} require{} it", join(finding.required_by_installed, ", "),
-                        finding.required_by_installed.size() == 1 ? "s" : "");
+      if (!mix.required_by_installed.empty()) {
+        finding.message += fmt::format("; {} require{} it", join(mix.required_by_installed, ", "),
+                                       mix.required_by_installed.size() == 1 ? "s" : "");
       }
+      finding.detail = std::move(mix);
       analysis.findings.push_back(std::move(finding));
     }
   }
@@ -169,10 +168,8 @@ void check_orphans(Analysis& analysis) {
   }
   for (auto& [directory, paths] : by_directory) {
     std::sort(paths.begin(), paths.end());
-    Finding finding;
-    finding.kind = FindingKind::orphan_library;
-    finding.severity = Severity::warning;
-    finding.paths = std::move(paths);
+    // Built with its kind (GCC 12 warns, wrongly, when an empty kind replaces the default).
+    Finding finding{Severity::warning, {}, {}, {}, std::move(paths), OrphanLibrary{}};
     finding.message =
         fmt::format("{} ELF object{} in {} belong{} to no installed distribution's RECORD",
                     finding.paths.size(), finding.paths.size() == 1 ? "" : "s",

@@ -320,41 +320,44 @@ void report_unresolved(Analysis& analysis, const manifest::Manifests& manifests,
                        std::map<std::string, SonameGroup>& unresolved) {
   for (auto& [soname, group] : unresolved) {
     Finding finding;
-    finding.kind = FindingKind::unresolved_soname;
-    finding.soname = soname;
-    finding.needed_by.assign(group.needed_by.begin(), group.needed_by.end());
+    UnresolvedSoname detail;
+    detail.soname = soname;
+    detail.needed_by.assign(group.needed_by.begin(), group.needed_by.end());
     std::optional<manifest::Provider> provider = manifests.system_provider(soname);
     finding.severity = Severity::problem;
-    std::string consumers = consumers_text(finding.needed_by);
+    std::string consumers = consumers_text(detail.needed_by);
     finding.message =
         fmt::format("{} is needed by {} but the loader finds it nowhere", soname, consumers);
     if (provider == manifest::Provider::driver) {
       // Nothing in the venv can fix a host without the GPU driver: a note, not a finding.
-      finding.note = "provided by the GPU driver, which this host lacks; never fetched";
+      detail.note = "provided by the GPU driver, which this host lacks; never fetched";
       finding.message =
           fmt::format("{} (needed by {}) is provided by the GPU driver, which this host lacks",
                       soname, consumers);
+      finding.detail = std::move(detail);
       analysis.notes.push_back(std::move(finding));
       continue;
     }
     if (provider == manifest::Provider::system) {
-      finding.note =
+      detail.note =
           "provided by the operating system; install it with the system's package manager";
     }
+    finding.detail = std::move(detail);
     analysis.findings.push_back(std::move(finding));
   }
 }
 
 void report_escaped(Analysis& analysis, std::map<std::string, SonameGroup>& escaped) {
   for (auto& [soname, group] : escaped) {
+    EscapedSoname detail;
+    detail.soname = soname;
+    detail.needed_by.assign(group.needed_by.begin(), group.needed_by.end());
+    detail.resolved_to = *group.resolved_to.begin();
     Finding finding;
-    finding.kind = FindingKind::escaped_soname;
     finding.severity = Severity::problem;
-    finding.soname = soname;
-    finding.needed_by.assign(group.needed_by.begin(), group.needed_by.end());
-    finding.resolved_to = *group.resolved_to.begin();
     finding.message = fmt::format("{} should come from the venv but the loader takes {} for {}",
-                                  soname, finding.resolved_to, consumers_text(finding.needed_by));
+                                  soname, detail.resolved_to, consumers_text(detail.needed_by));
+    finding.detail = std::move(detail);
     analysis.findings.push_back(std::move(finding));
   }
 }
@@ -368,21 +371,22 @@ void report_on_some_ways(Analysis& analysis, std::map<std::string, SonameGroup>&
   for (auto& [soname, group] : on_some_ways)
     grouped[{group.needed_by, group.ways}].push_back(soname);
   for (auto& [key, sonames] : grouped) {
+    UnresolvedSoname detail;
+    detail.soname = sonames.front();
+    if (sonames.size() > 1) detail.sonames = sonames;
+    detail.needed_by.assign(key.first.begin(), key.first.end());
+    detail.fails_when.assign(key.second.begin(), key.second.end());
     Finding finding;
-    finding.kind = FindingKind::unresolved_soname;
     finding.severity = Severity::warning;
-    finding.soname = sonames.front();
-    if (sonames.size() > 1) finding.sonames = sonames;
-    finding.needed_by.assign(key.first.begin(), key.first.end());
-    finding.fails_when.assign(key.second.begin(), key.second.end());
     std::string names = sonames.size() > 1 ? fmt::format("{} and {} more sonames", sonames.front(),
                                                          sonames.size() - 1)
                                            : sonames.front();
     finding.message = fmt::format(
         "{} (needed by {}) resolve{}, but not when {}; which way torch takes is not known "
         "(`venvfix doctor --probe` shows it)",
-        names, consumers_text(finding.needed_by), sonames.size() > 1 ? "" : "s",
-        join(finding.fails_when, " or when "));
+        names, consumers_text(detail.needed_by), sonames.size() > 1 ? "" : "s",
+        join(detail.fails_when, " or when "));
+    finding.detail = std::move(detail);
     analysis.findings.push_back(std::move(finding));
   }
 }

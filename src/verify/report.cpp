@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "venvfix/verify/probe.hpp"
+
 namespace venvfix::verify {
 
 namespace {
@@ -39,17 +41,24 @@ void print_list(std::ostream& out, const Palette& p, std::string_view label,
 void print_finding(std::ostream& out, const Palette& p, const Finding& finding) {
   bool problem = finding.severity == Severity::problem;
   out << "  " << (problem ? p.red : p.yellow) << (problem ? "✗ " : "! ") << p.reset << p.bold
-      << to_string(finding.kind) << p.reset << "  " << finding.message << "\n";
-  print_list(out, p, "missing", finding.missing);
-  print_list(out, p, "differs from RECORD", finding.mismatched);
+      << to_string(finding.kind()) << p.reset << "  " << finding.message << "\n";
+  if (const auto* ghost = finding.as<GhostFiles>()) {
+    print_list(out, p, "missing", ghost->missing);
+    print_list(out, p, "differs from RECORD", ghost->mismatched);
+  }
   print_list(out, p, "paths", finding.paths);
-  print_list(out, p, "needed by", finding.needed_by);
-  if (!finding.note.empty()) out << "      " << p.dim << finding.note << p.reset << "\n";
+  if (const auto* escaped = finding.as<EscapedSoname>()) {
+    print_list(out, p, "needed by", escaped->needed_by);
+  }
+  if (const auto* unresolved = finding.as<UnresolvedSoname>()) {
+    print_list(out, p, "needed by", unresolved->needed_by);
+    if (!unresolved->note.empty()) out << "      " << p.dim << unresolved->note << p.reset << "\n";
+  }
 }
 
 }  // namespace
 
-nlohmann::json doctor_json(const Analysis& analysis) {
+nlohmann::json doctor_json(const Analysis& analysis, const ProbeResult* probe, GuardState guard) {
   // "targets" holds names, as in the plan document; "target_details" says what was found.
   nlohmann::json targets = nlohmann::json::array();
   nlohmann::json details = nlohmann::json::array();
@@ -70,23 +79,29 @@ nlohmann::json doctor_json(const Analysis& analysis) {
   }
   nlohmann::json notes = nlohmann::json::array();
   for (const Finding& note : analysis.notes) {
-    notes.push_back({{"soname", note.soname},
-                     {"needed_by", note.needed_by},
+    const auto* driver = note.as<UnresolvedSoname>();
+    notes.push_back({{"soname", driver->soname},
+                     {"needed_by", driver->needed_by},
                      {"provided_by", "driver"},
                      {"message", note.message}});
   }
-  return {{"schema", "venvfix-doctor/1"},
-          {"venv", analysis.venv.root.string()},
-          {"python", fmt::format("{}.{}", analysis.venv.python.major, analysis.venv.python.minor)},
-          {"targets", std::move(targets)},
-          {"target_details", std::move(details)},
-          {"summary",
-           {{"problems", problems},
-            {"warnings", analysis.findings.size() - problems},
-            {"distributions", analysis.inventory.distributions.size()}}},
-          {"findings", std::move(findings)},
-          {"notes", std::move(notes)},
-          {"assumptions", analysis.assumptions}};
+  nlohmann::json out = {
+      {"schema", "venvfix-doctor/1"},
+      {"venv", analysis.venv.root.string()},
+      {"python", fmt::format("{}.{}", analysis.venv.python.major, analysis.venv.python.minor)},
+      {"targets", std::move(targets)},
+      {"target_details", std::move(details)},
+      {"summary",
+       {{"problems", problems},
+        {"warnings", analysis.findings.size() - problems},
+        {"distributions", analysis.inventory.distributions.size()}}},
+      {"findings", std::move(findings)},
+      {"notes", std::move(notes)},
+      {"assumptions", analysis.assumptions}};
+  if (probe != nullptr) out["probe"] = probe_json(*probe);
+  out["guard"] =
+      guard == GuardState::unknown ? nlohmann::json() : nlohmann::json(guard == GuardState::on);
+  return out;
 }
 
 void print_doctor_report(const Analysis& analysis, std::ostream& out, Colors colors) {

@@ -48,12 +48,10 @@ void check_requirements(Analysis& analysis, const manifest::Manifests& manifests
       if (!satisfied) {
         if (!reported.insert({text, from.normalized_name}).second) continue;
         Finding finding;
-        finding.kind = FindingKind::unmet_requirement;
         bool native = manifests.find_distribution(requirement->name) != nullptr;
         finding.severity = native ? Severity::problem : Severity::warning;
         finding.dist = pep::normalize_name(requirement->name);
-        finding.requirement = requirement->to_string();
-        finding.required_by = from.normalized_name;
+        finding.detail = UnmetRequirement{requirement->to_string(), from.normalized_name};
         // The message leaves the marker out: it was true, which is all the reader needs.
         std::string wanted = requirement->name;
         if (!requirement->extras.empty()) wanted += "[" + join(requirement->extras, ",") + "]";

@@ -180,24 +180,29 @@ TEST_F(LoadCheckWorld, TheSeedFailsUnlessThePlanSaysItCannotFixIt) {
   ASSERT_FALSE(verdict.ok());
   std::vector<std::string> kinds;
   for (const verify::Finding& f : verdict.failures) {
-    kinds.push_back(std::string(verify::to_string(f.kind)) + " " + f.soname);
+    kinds.push_back(std::string(verify::to_string(f.kind())) + " " +
+                    std::string(verify::soname_of(f)));
   }
   EXPECT_THAT(kinds, ::testing::Contains("unresolved-soname libcudnn.so.9"));
   // The ghost distribution fails only when the transaction installed or answered it.
   bool ghost_failed = false;
   for (const verify::Finding& f : verdict.failures) {
-    ghost_failed |= f.kind == verify::FindingKind::ghost_files;
+    ghost_failed |= f.kind() == verify::FindingKind::ghost_files;
   }
   EXPECT_FALSE(ghost_failed);
   verdict = judge_targets(seed, plan, {"nvidia-cudnn-cu12"});
   ghost_failed = false;
   for (const verify::Finding& f : verdict.failures) {
-    ghost_failed |= f.kind == verify::FindingKind::ghost_files && f.dist == "nvidia-cudnn-cu12";
+    ghost_failed |= f.kind() == verify::FindingKind::ghost_files && f.dist == "nvidia-cudnn-cu12";
   }
   EXPECT_TRUE(ghost_failed);
 
-  plan.unresolved.push_back({{"kind", "unresolved-soname"}, {"soname", "libcudnn.so.9"}});
-  plan.unresolved.push_back({{"kind", "ghost-files"}, {"dist", "nvidia-cudnn-cu12"}});
+  verify::Finding unresolved_soname;
+  unresolved_soname.detail = verify::UnresolvedSoname{"libcudnn.so.9", {}, {}, {}, {}};
+  plan.unresolved.push_back(unresolved_soname);
+  verify::Finding ghost;
+  ghost.dist = "nvidia-cudnn-cu12";
+  plan.unresolved.push_back(ghost);  // a ghost-files finding
   verdict = judge_targets(seed, plan, {"nvidia-cudnn-cu12"});
   EXPECT_TRUE(verdict.ok()) << verdict.failures.front().message;
   EXPECT_FALSE(verdict.remaining.empty());

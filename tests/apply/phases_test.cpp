@@ -99,17 +99,15 @@ TEST_F(ApplyPhases, DepartingDistributionsAreTheRemovedAndTheReplaced) {
   auto inventory = dist::read_inventory(*m_venv);
   ASSERT_TRUE(inventory) << inventory.error().message;
   plan::Plan plan;
-  plan::Action remove;
-  remove.kind = plan::ActionKind::remove;
+  plan::Remove remove;
   remove.dist = "Alpha";
   remove.version = "1.0";
   plan.actions.push_back(remove);
-  plan::Action install;
-  install.kind = plan::ActionKind::install;
+  plan::Install install;
   install.dist = "beta";
   install.version = "2.1";
   plan.actions.push_back(install);
-  plan::Action fresh = install;
+  plan::Install fresh = install;
   fresh.dist = "gamma";
   plan.actions.push_back(fresh);
   auto departures = departing_distributions(*m_venv, *inventory, plan);
@@ -123,7 +121,7 @@ TEST_F(ApplyPhases, DepartingDistributionsAreTheRemovedAndTheReplaced) {
   EXPECT_EQ(departures->installed, (std::set<std::string>{"beta", "gamma"}));
 
   // Removing what is not installed: the plan is stale.
-  plan.actions[0].dist = "delta";
+  std::get<plan::Remove>(plan.actions[0]).dist = "delta";
   auto stale = departing_distributions(*m_venv, *inventory, plan);
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code, ExitCode::plan_stale);

@@ -26,8 +26,8 @@ class Stage : public ::testing::Test {
   }
 
   // An install action for one of the test world's wheels, as the planner would write it.
-  plan::Action world_action(const std::string& dist, const std::string& version,
-                            const std::string& file, const std::string& base_url) {
+  plan::Install world_action(const std::string& dist, const std::string& version,
+                             const std::string& file, const std::string& base_url) {
     const fs::path wheel = venvfix::testing::test_world().wheels_dir / file;
     auto digest = sha256_file(wheel);
     EXPECT_TRUE(digest);
@@ -58,8 +58,7 @@ TEST_F(Stage, DownloadsFromTheIndexAndStagesLikePip) {
   const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
   plan::Plan plan;
   plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
-  plan::Action removal;
-  removal.kind = plan::ActionKind::remove;
+  plan::Remove removal;
   removal.dist = "nvidia-cublas";
   plan.actions.push_back(removal);
   plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
@@ -116,7 +115,7 @@ TEST_F(Stage, AWrongHashIsANetworkErrorAndNothingIsCached) {
   const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
   plan::Plan plan;
   plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
-  plan.actions[0].sha256 = std::string(64, 'a');
+  std::get<plan::Install>(plan.actions[0]).sha256 = std::string(64, 'a');
   fs::path venv_root = minimal_venv(m_dir->path() / "venv");
   auto venv = env::open_venv_at(venv_root);
   ASSERT_TRUE(venv);
@@ -201,7 +200,7 @@ TEST_F(Stage, APlanNamingOneWheelFileTwiceIsRefusedBeforeAnyDownload) {
   EXPECT_FALSE(fs::exists(m_config.cache_dir / "wheels"));
   // A file name that is not a wheel's: refused the same way.
   plan.actions.pop_back();
-  plan.actions[0].file = "../demo-1.0-py3-none-any.whl";
+  std::get<plan::Install>(plan.actions[0]).file = "../demo-1.0-py3-none-any.whl";
   auto bad_name = fetch_and_stage(*venv, plan, downloader, staging, {});
   ASSERT_FALSE(bad_name);
   EXPECT_EQ(bad_name.error().code, ExitCode::usage);
@@ -253,7 +252,7 @@ TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {
 
   // A wrong hash: ExitCode::network, whatever was staged before.
   plan.actions.pop_back();
-  plan.actions[1].sha256 = std::string(64, 'b');
+  std::get<plan::Install>(plan.actions[1]).sha256 = std::string(64, 'b');
   fetch::FetchConfig fresh = m_config;
   fresh.cache_dir = m_dir->path() / "cache2";
   fetch::Downloader cold(fresh);

@@ -95,7 +95,9 @@ class PlanCuda13 : public ::testing::Test {
   static Chosen installs(const Plan& made) {
     Chosen out;
     for (const Action& action : made.actions) {
-      if (action.kind == ActionKind::install) out[action.dist] = action.version + " " + action.file;
+      if (const auto* install = std::get_if<Install>(&action)) {
+        out[install->dist] = install->version + " " + install->file;
+      }
     }
     return out;
   }
@@ -112,7 +114,7 @@ TEST_F(PlanCuda13, RealCuda13WheelSetMatchesPip) {
   pip(venv, uninstall);
 
   Plan made = plan(venv, {world_index_url()});
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
   Chosen pip_chose = pip_choice(venv, "torch==2.11.0+cu130");
   EXPECT_EQ(installs(made), pip_chose);
   // The §8 versions, whatever else the index has (13.2.0.9, 13.0.96.1rc1, a yanked 10.4.0.35.1,
@@ -141,14 +143,14 @@ TEST_F(PlanCuda13, CublasRangeTakesTheNewestInRangeAsPipDoes) {
   // (pytorch/pytorch #188892): the real failure, which no wheel of the pin repairs.
   EXPECT_THAT(unresolved_summary(made),
               ElementsAre("unresolved-soname libcudnn_engines_tensor_ir.so.9"))
-      << made.unresolved.dump(2);
+      << dump(made.unresolved);
   Chosen pip_chose = pip_choice(venv, "torch==2.12.1+cu130");
   EXPECT_EQ(installs(made), pip_chose);
   EXPECT_THAT(pip_chose["nvidia-cublas"], HasSubstr("13.1.1.3 "));
   EXPECT_THAT(pip_chose["nvidia-cudnn-cu13"], HasSubstr("9.20.0.48 "));
   for (const Action& action : made.actions) {
-    if (action.dist == "nvidia-cublas") {
-      EXPECT_THAT(action.reason, HasSubstr("nvidia-cublas<=13.1.1.3,>=13.1.0.3"));
+    if (dist_of(action) == "nvidia-cublas") {
+      EXPECT_THAT(reason_of(action), HasSubstr("nvidia-cublas<=13.1.1.3,>=13.1.0.3"));
     }
   }
 }
@@ -200,9 +202,10 @@ TEST_F(PlanCuda13, AGhostUnderAPlaceholderNameIsRepairedWithTheRealComponent) {
   Plan made = plan(venv, {world_index_url()});
   Chosen chosen = installs(made);
   EXPECT_EQ(chosen.count("nvidia-cublas-cu13"), 0u);
-  ASSERT_EQ(chosen.count("nvidia-cublas"), 1u) << made.unresolved.dump(2);
+  ASSERT_EQ(chosen.count("nvidia-cublas"), 1u) << dump(made.unresolved);
   EXPECT_THAT(chosen["nvidia-cublas"], HasSubstr("13.1.0.3 "));
-  for (const auto& entry : made.unresolved) {
+  for (const Unresolved& typed : made.unresolved) {
+    const nlohmann::json entry = to_json(typed);
     if (entry.value("kind", "") != "placeholder") continue;
     EXPECT_EQ(entry.value("dist", ""), "nvidia-cublas-cu13");
     EXPECT_EQ(entry.value("use", ""), "nvidia-cublas");

@@ -12,8 +12,12 @@ Plan sample_plan() {
   plan.platform = "manylinux_2_36_x86_64";
   plan.targets = {"torch"};
   plan.state = std::string(64, 'a');
-  plan.findings = nlohmann::json::array({{{"kind", "ghost-files"}, {"dist", "nvidia-cudnn-cu12"}}});
-  Action install;
+  verify::Finding ghost;
+  ghost.severity = verify::Severity::problem;
+  ghost.message = "nvidia-cudnn-cu12 9.10.2.21 is installed in name only";
+  ghost.dist = "nvidia-cudnn-cu12";
+  plan.findings = {ghost};
+  Install install;
   install.dist = "nvidia-cudnn-cu12";
   install.version = "9.10.2.21";
   install.replaces = DistVersion{"nvidia-cudnn-cu12", "9.10.2.21"};
@@ -23,8 +27,7 @@ Plan sample_plan() {
   install.size = 706000000;
   install.provides = {"libcudnn.so.9"};
   install.reason = "restores libcudnn.so.9 needed by torch (torch pins ==9.10.2.21)";
-  Action remove;
-  remove.kind = ActionKind::remove;
+  Remove remove;
   remove.dist = "nvidia-cudnn-cu13";
   remove.version = "9.13.0.50";
   remove.keep = {"nvidia/cudnn/lib/libcudnn.so.9"};
@@ -39,22 +42,30 @@ TEST(PlanDocument, RoundTripsByteForByte) {
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(to_text(*parsed), text);
   EXPECT_EQ(parsed->actions.size(), 2u);
-  EXPECT_EQ(parsed->actions[1].kind, ActionKind::remove);
-  ASSERT_TRUE(parsed->actions[0].replaces);
-  EXPECT_EQ(parsed->actions[0].replaces->version, "9.10.2.21");
+  EXPECT_EQ(kind_of(parsed->actions[1]), ActionKind::remove);
+  const auto* install = std::get_if<Install>(&parsed->actions[0]);
+  ASSERT_NE(install, nullptr);
+  ASSERT_TRUE(install->replaces);
+  EXPECT_EQ(install->replaces->version, "9.10.2.21");
 }
 
 TEST(PlanDocument, AFreshInstallWritesReplacesNullAndRoundTrips) {
   Plan plan = sample_plan();
-  plan.actions[0].replaces.reset();
-  plan.findings.push_back({{"kind", "orphan-library"}, {"severity", "warning"}});
+  std::get<Install>(plan.actions[0]).replaces.reset();
+  verify::Finding orphan{verify::Severity::warning,
+                         "1 ELF object in torch/lib belongs to no installed distribution's RECORD",
+                         {},
+                         {},
+                         {},
+                         verify::OrphanLibrary{}};
+  plan.findings.push_back(orphan);
   std::string text = to_text(plan);
   EXPECT_NE(text.find("\"replaces\": null"), std::string::npos) << text;
   nlohmann::json document = nlohmann::json::parse(text);
   EXPECT_FALSE(document["actions"][1].contains("replaces"));  // a remove has none
   auto parsed = parse_plan(text, "plan.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_FALSE(parsed->actions[0].replaces);
+  EXPECT_FALSE(std::get<Install>(parsed->actions[0]).replaces);
   EXPECT_EQ(to_text(*parsed), text);
 }
 

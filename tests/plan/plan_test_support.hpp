@@ -82,16 +82,34 @@ inline index::IndexConfig index_config(const std::vector<std::string>& index_url
 inline std::vector<std::string> summary(const Plan& plan) {
   std::vector<std::string> out;
   for (const Action& action : plan.actions) {
-    out.push_back(std::string(to_string(action.kind)) + " " + action.dist + " " + action.version +
-                  " " + action.rule);
+    const std::string& rule =
+        std::visit([](const auto& a) -> const std::string& { return a.rule; }, action);
+    out.push_back(std::string(to_string(kind_of(action))) + " " + dist_of(action) + " " +
+                  version_of(action) + " " + rule);
   }
   return out;
 }
 
-// The "kind" of each unresolved entry, with its dist or soname.
+// The plan's action `i`, which the test expects to be an install (a remove).
+inline const Install& install_at(const Plan& plan, std::size_t i) {
+  return std::get<Install>(plan.actions.at(i));
+}
+inline const Remove& remove_at(const Plan& plan, std::size_t i) {
+  return std::get<Remove>(plan.actions.at(i));
+}
+
+// The unresolved entries as the plan document writes them, for failure messages.
+inline std::string dump(const std::vector<Unresolved>& entries) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Unresolved& entry : entries) out.push_back(to_json(entry));
+  return out.dump(2);
+}
+
+// The "kind" of each unresolved entry, with its dist or soname (as the document has them).
 inline std::vector<std::string> unresolved_summary(const Plan& plan) {
   std::vector<std::string> out;
-  for (const auto& entry : plan.unresolved) {
+  for (const auto& typed : plan.unresolved) {
+    const nlohmann::json entry = to_json(typed);
     out.push_back(entry.value("kind", std::string()) + " " +
                   entry.value("dist", entry.value("soname", std::string())));
   }

@@ -60,7 +60,7 @@ class PlanMake : public ::testing::Test {
 
 const Action* find_action(const Plan& plan, std::string_view dist) {
   for (const Action& action : plan.actions) {
-    if (action.dist == dist) return &action;
+    if (dist_of(action) == dist) return &action;
   }
   return nullptr;
 }
@@ -68,7 +68,7 @@ const Action* find_action(const Plan& plan, std::string_view dist) {
 TEST_F(PlanMake, HealthyVenvNeedsNothing) {
   Plan made = plan(shared_scenario("healthy"));
   EXPECT_THAT(made.actions, IsEmpty());
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
   EXPECT_EQ(made.targets, std::vector<std::string>{"torch"});
   EXPECT_EQ(made.state.size(), 64u);
 }
@@ -77,7 +77,7 @@ TEST_F(PlanMake, SeedGetsTorchsCudnnPinNotTheNewest) {
   Plan made = plan(shared_scenario("seed"));
   // The index also has nvidia-cudnn-cu12 9.22.0.52; torch pins 9.10.2.21.
   ASSERT_THAT(summary(made), ElementsAre("install nvidia-cudnn-cu12 9.10.2.21 pin"));
-  const Action& action = made.actions.front();
+  const Install& action = install_at(made, 0);
   EXPECT_EQ(action.file, "nvidia_cudnn_cu12-9.10.2.21-py3-none-manylinux_2_27_x86_64.whl");
   EXPECT_EQ(action.url,
             world_index_url().substr(0, world_index_url().size() - 7) + "/files/" + action.file);
@@ -91,7 +91,7 @@ TEST_F(PlanMake, SeedGetsTorchsCudnnPinNotTheNewest) {
   EXPECT_THAT(action.provides, ::testing::Contains("libcudnn_ops.so.9"));
   EXPECT_THAT(action.reason, HasSubstr("restores libcudnn.so.9 needed by torch/lib/"));
   EXPECT_THAT(action.reason, HasSubstr("torch pins nvidia-cudnn-cu12==9.10.2.21"));
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, ClobberedCu130GetsItsCudnnBackAndTheCu12BuildRemoved) {
@@ -99,10 +99,10 @@ TEST_F(PlanMake, ClobberedCu130GetsItsCudnnBackAndTheCu12BuildRemoved) {
   ASSERT_THAT(summary(made), ElementsAre("remove nvidia-cudnn-cu12 9.10.2.21 conflicting-cuda",
                                          "install nvidia-cudnn-cu13 9.19.0.56 pin"));
   // The removal keeps every path nvidia-cudnn-cu13 also owns: the reinstall rewrites them.
-  EXPECT_THAT(made.actions[0].keep, ::testing::Contains("nvidia/cudnn/lib/libcudnn.so.9"));
-  EXPECT_EQ(made.actions[0].keep.size(), 9u);
-  EXPECT_THAT(made.actions[1].reason, HasSubstr("hold the bytes of nvidia-cudnn-cu12"));
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(remove_at(made, 0).keep, ::testing::Contains("nvidia/cudnn/lib/libcudnn.so.9"));
+  EXPECT_EQ(remove_at(made, 0).keep.size(), 9u);
+  EXPECT_THAT(reason_of(made.actions[1]), HasSubstr("hold the bytes of nvidia-cudnn-cu12"));
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, EveryNvidiaDistributionRemovedGetsAllOfThemAtTorchsPins) {
@@ -118,21 +118,23 @@ TEST_F(PlanMake, EveryNvidiaDistributionRemovedGetsAllOfThemAtTorchsPins) {
           "install nvidia-cusparse-cu12 12.5.8.93 pin", "install nvidia-cusparselt-cu12 0.7.1 pin",
           "install nvidia-nccl-cu12 2.27.3 pin", "install nvidia-nvjitlink-cu12 12.8.93 pin",
           "install nvidia-nvtx-cu12 12.8.90 pin"));
-  for (const Action& action : made.actions) EXPECT_FALSE(action.replaces) << action.dist;
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  for (const Action& action : made.actions) {
+    EXPECT_FALSE(std::get<Install>(action).replaces) << dist_of(action);
+  }
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, HandDeletedCublasLtReinstallsCublas) {
   Plan made = plan(shared_scenario("killed-install"));
   ASSERT_THAT(summary(made), ElementsAre("install nvidia-cublas-cu12 12.8.4.1 pin"));
-  EXPECT_THAT(made.actions[0].reason, HasSubstr("libcublasLt.so.12"));
-  EXPECT_THAT(made.actions[0].reason, HasSubstr("is missing"));
+  EXPECT_THAT(reason_of(made.actions[0]), HasSubstr("libcublasLt.so.12"));
+  EXPECT_THAT(reason_of(made.actions[0]), HasSubstr("is missing"));
 }
 
 TEST_F(PlanMake, Torch211ThroughCudaToolkitExtrasIsHealthy) {
   Plan made = plan(shared_scenario("torch211-cu130"));
   EXPECT_THAT(made.actions, IsEmpty());
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, Torch211ComponentDeletedFollowsTheCudaToolkitPin) {
@@ -140,7 +142,7 @@ TEST_F(PlanMake, Torch211ComponentDeletedFollowsTheCudaToolkitPin) {
   fs::remove(site_packages_of(venv) / "nvidia/cu13/lib/libcublasLt.so.13");
   Plan made = plan(venv);
   ASSERT_THAT(summary(made), ElementsAre("install nvidia-cublas 13.1.0.3 pin"));
-  EXPECT_THAT(made.actions[0].reason,
+  EXPECT_THAT(reason_of(made.actions[0]),
               HasSubstr("cuda-toolkit[cublas,cudart,cufft,cufile,cupti,curand,cusolver,cusparse,"
                         "nvjitlink,nvrtc,nvtx]==13.0.2, which pins nvidia-cublas==13.1.0.3.*"));
 }
@@ -152,7 +154,7 @@ TEST_F(PlanMake, Torch211WithoutTheMetaPackageReadsItsPinsFromTheIndex) {
   // cuda-toolkit's METADATA (its extras' pins) came from the index's PEP 658 file.
   EXPECT_THAT(summary(made),
               ElementsAre("install cuda-toolkit 13.0.2 pin", "install nvidia-cublas 13.1.0.3 pin"));
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, MetaPackageMetadataAndDigestsComeFromTheWheelsWhenTheIndexHasNone) {
@@ -180,7 +182,8 @@ TEST_F(PlanMake, MetaPackageMetadataAndDigestsComeFromTheWheelsWhenTheIndexHasNo
   ASSERT_TRUE(made) << made.error().message;
   EXPECT_THAT(summary(*made),
               ElementsAre("install cuda-toolkit 13.0.2 pin", "install nvidia-cublas 13.1.0.3 pin"));
-  for (const Action& action : made->actions) {
+  for (const Action& planned : made->actions) {
+    const Install& action = std::get<Install>(planned);
     EXPECT_EQ(action.size, fs::file_size(world.wheels_dir / action.file)) << action.file;
     EXPECT_EQ(action.url, "file://" + (world.wheels_dir / action.file).string());
   }
@@ -202,14 +205,14 @@ TEST_F(PlanMake, SeedOnTheHostViewPlansTheSameInstallForTheEscapedSoname) {
   // The loader takes the system's libcudnn.so.9 today; after the install the venv's copy is
   // found first (torch's RPATH), so nothing stays escaped.
   EXPECT_THAT(summary(*made), ElementsAre("install nvidia-cudnn-cu12 9.10.2.21 pin"));
-  EXPECT_THAT(made->unresolved, IsEmpty()) << made->unresolved.dump(2);
+  EXPECT_THAT(made->unresolved, IsEmpty()) << dump(made->unresolved);
 }
 
 TEST_F(PlanMake, CudaMixRemovesTheConflictingNcclAndRepairsTheCu12One) {
   Plan made = plan(shared_scenario("cuda-mix"));
   EXPECT_THAT(summary(made), ElementsAre("remove nvidia-nccl-cu13 2.28.9 conflicting-cuda",
                                          "install nvidia-nccl-cu12 2.27.3 pin"));
-  EXPECT_THAT(made.actions[0].keep, ElementsAre("nvidia/nccl/lib/libnccl.so.2"));
+  EXPECT_THAT(remove_at(made, 0).keep, ElementsAre("nvidia/nccl/lib/libnccl.so.2"));
 }
 
 TEST_F(PlanMake, CudaMixWithRemoveForeignCudaRemovesEveryCuda13Distribution) {
@@ -220,8 +223,8 @@ TEST_F(PlanMake, CudaMixWithRemoveForeignCudaRemovesEveryCuda13Distribution) {
                                          "remove nvidia-cuda-runtime 13.0.96 foreign-cuda",
                                          "remove nvidia-nccl-cu13 2.28.9 conflicting-cuda",
                                          "install nvidia-nccl-cu12 2.27.3 pin"));
-  EXPECT_THAT(made.actions[0].keep, IsEmpty());
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(remove_at(made, 0).keep, IsEmpty());
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, UninstallCudnnCu13BesideCu12RepairsTheCu12Files) {
@@ -233,10 +236,10 @@ TEST_F(PlanMake, UninstallCudnnCu13BesideCu12RepairsTheCu12Files) {
   Plan made = plan(venv, options);
   ASSERT_THAT(summary(made), ElementsAre("remove nvidia-cudnn-cu13 9.19.0.56 uninstall",
                                          "install nvidia-cudnn-cu12 9.10.2.21 repair:pin"));
-  EXPECT_EQ(made.actions[0].keep.size(), 9u);
-  EXPECT_THAT(made.actions[1].reason,
+  EXPECT_EQ(remove_at(made, 0).keep.size(), 9u);
+  EXPECT_THAT(reason_of(made.actions[1]),
               HasSubstr("not hold its own bytes once nvidia-cudnn-cu13 is removed"));
-  EXPECT_THAT(made.unresolved, IsEmpty()) << made.unresolved.dump(2);
+  EXPECT_THAT(made.unresolved, IsEmpty()) << dump(made.unresolved);
 }
 
 TEST_F(PlanMake, UninstallingWhatTorchPinsCannotBeRepaired) {
@@ -268,7 +271,7 @@ TEST_F(PlanMake, ConflictingPinsAreAFindingNamingBothNeverAChoice) {
   // The conflict, and the soname that stays unresolved because of it.
   ASSERT_THAT(unresolved_summary(made), ElementsAre("conflicting-requirements nvidia-cudnn-cu12",
                                                     "unresolved-soname libcudnn.so.9"));
-  const auto& entry = made.unresolved[0];
+  const nlohmann::json entry = to_json(made.unresolved[0]);
   EXPECT_EQ(entry["kind"], "conflicting-requirements");
   EXPECT_EQ(entry["dist"], "nvidia-cudnn-cu12");
   std::string message = entry["message"];
@@ -291,7 +294,7 @@ TEST_F(PlanMake, ASonameNothingProvidesIsUnresolvedAndTheRestOfThePlanStands) {
   Plan made = plan(venv, {}, {"torch", "mine"});
   EXPECT_THAT(summary(made), ElementsAre("install nvidia-cudnn-cu12 9.10.2.21 pin"));
   ASSERT_THAT(unresolved_summary(made), ElementsAre("unresolved-soname libvenvfix_nowhere.so.7"));
-  EXPECT_THAT(made.unresolved[0]["message"].get<std::string>(),
+  EXPECT_THAT(message_of(made.unresolved[0]),
               HasSubstr("shipped by no distribution venvfix knows"));
 }
 
@@ -308,8 +311,9 @@ TEST_F(PlanMake, NoTargetMeansNothingToCheck) {
 
 TEST_F(PlanMake, DriverLibrariesAreNotesNeverActions) {
   Plan made = plan(shared_scenario("healthy"));
-  for (const Action& action : made.actions) EXPECT_NE(action.dist, "libcuda");
-  for (const auto& note : made.notes) {
+  for (const Action& action : made.actions) EXPECT_NE(dist_of(action), "libcuda");
+  for (const Note& typed : made.notes) {
+    const nlohmann::json note = to_json(typed);
     if (note.value("kind", "") != "driver-library") continue;
     EXPECT_EQ(note["provided_by"], "driver");
     EXPECT_THAT(note["message"].get<std::string>(), HasSubstr("never planned"));

@@ -137,10 +137,9 @@ inline void compile_with_missing_needed(const fs::path& out, const std::string& 
 }
 
 // An install action for a wheel served at `url`.
-inline plan::Action install_action(const std::string& dist, const std::string& version,
-                                   const MadeWheel& wheel, const std::string& url) {
-  plan::Action action;
-  action.kind = plan::ActionKind::install;
+inline plan::Install install_action(const std::string& dist, const std::string& version,
+                                    const MadeWheel& wheel, const std::string& url) {
+  plan::Install action;
   action.dist = dist;
   action.version = version;
   action.file = wheel.file_name();

@@ -64,7 +64,7 @@ struct Analysis {
   std::vector<fs::path> loaded_libraries;
   std::vector<Finding> findings;
   // Facts that are no finding: what only the host can provide and this host lacks (the GPU
-  // driver's libcuda.so.1 on a machine without a GPU).
+  // driver's libcuda.so.1 on a machine without a GPU); each an unresolved-soname finding.
   std::vector<Finding> notes;
 
   bool has_problems(bool strict) const;
