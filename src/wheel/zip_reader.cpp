@@ -60,8 +60,10 @@ struct archive* new_zip_archive() {
 
 Error ZipReader::archive_error(std::string_view what) const {
   const char* reason = archive_error_string(m_archive);
-  return make_error(ExitCode::usage, "{}: {}: {}", m_display, what,
-                    reason != nullptr ? reason : "unreadable zip archive");
+  // Some of libarchive's messages end with a newline; an error is one line.
+  std::string_view text = reason != nullptr ? reason : "unreadable zip archive";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return make_error(ExitCode::usage, "{}: {}: {}", m_display, what, text);
 }
 
 Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display_name) {
