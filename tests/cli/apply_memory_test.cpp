@@ -1,8 +1,8 @@
-// Bounded memory (issue 13): `venvfix apply` of a wheel whose members are hundreds of MiB runs
-// inside a cgroup v1 memory group limited to 512 MiB, and its peak resident set stays within
-// the 256 MiB goal. Whole-member inflate buffers (two 320 MiB members on two threads) would not
-// fit. The group is made here, as root, and removed afterwards; without root or a memory
-// controller the test is skipped, saying why.
+// Bounded memory and mid-stream refusals (issue 13), end to end. `venvfix apply` of a wheel whose
+// members are hundreds of MiB runs inside a cgroup v1 memory group limited to 512 MiB, and its peak
+// resident set stays within the 256 MiB goal. Whole-member inflate buffers (two 320 MiB members on
+// two threads) would not fit. The group is made here, as root, and removed afterwards; without root
+// or a memory controller the test is skipped, saying why.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,11 +19,13 @@
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
+#include "wheel/wheel_test_support.hpp"
 
 namespace venvfix {
 namespace {
 
 using nlohmann::json;
+namespace wheel_testing = venvfix::wheel::testing;
 using venvfix::testing::CommandResult;
 using venvfix::testing::run_command;
 
@@ -105,44 +107,85 @@ print(path)
 print("\n".join(hexes))
 )";
 
-TEST(ApplyMemory, BigMembersApplyUnderA512MiBCgroupWithin256MiBResident) {
+// An empty venv and the plan that installs one wheel file into it.
+class ApplyMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("venvfix-apply-memory-");
+    ASSERT_TRUE(dir);
+    m_dir.emplace(std::move(*dir));
+    ASSERT_EQ(run_command({"python3", "-m", "venv", "--without-pip", venv().string()}).exit_code,
+              0);
+  }
+  fs::path venv() const { return m_dir->path() / "venv"; }
+  std::string cache() const { return (m_dir->path() / "cache").string(); }
+
+  // The empty venv's plan, with an install action for `wheel` (a demo_pkg or bigmem wheel).
+  fs::path plan_for(const fs::path& wheel, const std::string& dist) {
+    const fs::path plan_file = m_dir->path() / "plan.json";
+    CommandResult planned =
+        run_command({venvfix::testing::venvfix_binary(), "--venv", venv().string(), "--cache-dir",
+                     cache(), "-q", "plan", "-o", plan_file.string()});
+    EXPECT_TRUE(planned.exit_code == 0 || planned.exit_code == 3) << planned.err;
+    auto text = read_file(plan_file);
+    EXPECT_TRUE(text);
+    json plan = json::parse(text ? *text : "{}");
+    auto digest = sha256_file(wheel);
+    EXPECT_TRUE(digest);
+    std::error_code error;
+    plan["actions"].push_back({{"action", "install"},
+                               {"dist", dist},
+                               {"version", "1.0"},
+                               {"file", wheel.filename().string()},
+                               {"url", "file://" + wheel.string()},
+                               {"sha256", digest ? to_hex(*digest) : ""},
+                               {"size", fs::file_size(wheel, error)},
+                               {"provides", json::array()},
+                               {"reason", "memory test"}});
+    std::ofstream(plan_file) << plan.dump(2);
+    return plan_file;
+  }
+
+  std::optional<TempDir> m_dir;
+};
+
+// A zip bomb whose headers and RECORD say 2 MiB while its stream holds 256 MiB is refused
+// while it inflates, end to end: exit 2, one sentence naming the member, the venv unchanged.
+TEST_F(ApplyMemory, AZipBombFoundWhileInflatingLeavesTheVenvUnchanged) {
+  const fs::path wheel = wheel_testing::test_wheels() / "stream-bomb/demo_pkg-1.0-py3-none-any.whl";
+  const fs::path plan_file = plan_for(wheel, "demo-pkg");
+  // The venv's own files; .venvfix/ is venvfix's state (its lock, its hash cache).
+  auto venv_files = [&] {
+    auto tree = wheel_testing::tree_of(venv());
+    std::erase_if(tree, [](const auto& item) { return item.first.starts_with(".venvfix"); });
+    return tree;
+  };
+  const auto before = venv_files();
+  CommandResult applied =
+      run_command({venvfix::testing::venvfix_binary(), "--venv", venv().string(), "--cache-dir",
+                   cache(), "-q", "apply", plan_file.string(), "--yes"});
+  EXPECT_EQ(applied.exit_code, 2) << applied.out << applied.err;
+  EXPECT_NE(applied.err.find("demo_pkg/zeros.bin holds more bytes than its recorded size"),
+            std::string::npos)
+      << applied.err;
+  EXPECT_NE(applied.err.find("unchanged"), std::string::npos) << applied.err;
+  EXPECT_TRUE(venv_files() == before);
+}
+
+TEST_F(ApplyMemory, BigMembersApplyUnderA512MiBCgroupWithin256MiBResident) {
   auto made = MemoryGroup::create(k_limit);
   if (auto* reason = std::get_if<std::string>(&made)) GTEST_SKIP() << *reason;
   MemoryGroup& group = std::get<MemoryGroup>(made);
-  auto dir = TempDir::create("venvfix-apply-memory-");
-  ASSERT_TRUE(dir);
-  const fs::path venv = dir->path() / "venv";
-  ASSERT_EQ(run_command({"python3", "-m", "venv", "--without-pip", venv.string()}).exit_code, 0);
-  CommandResult wheel = run_command({"python3", "-c", k_make_wheel, dir->path().string(), "320"});
+  CommandResult wheel = run_command({"python3", "-c", k_make_wheel, m_dir->path().string(), "320"});
   ASSERT_EQ(wheel.exit_code, 0) << wheel.err;
   const fs::path wheel_path(wheel.out.substr(0, wheel.out.find('\n')));
-
-  // The empty venv's plan, with the wheel's install action added.
-  const std::string cache = (dir->path() / "cache").string();
-  const fs::path plan_file = dir->path() / "plan.json";
-  CommandResult planned =
-      run_command({venvfix::testing::venvfix_binary(), "--venv", venv.string(), "--cache-dir",
-                   cache, "-q", "plan", "-o", plan_file.string()});
-  ASSERT_TRUE(planned.exit_code == 0 || planned.exit_code == 3) << planned.err;
-  auto text = read_file(plan_file);
-  ASSERT_TRUE(text);
-  json plan = json::parse(*text);
-  auto digest = sha256_file(wheel_path);
-  ASSERT_TRUE(digest);
+  const fs::path plan_file = plan_for(wheel_path, "bigmem");
+  const fs::path venv = this->venv();
+  const std::string cache = this->cache();
   std::error_code error;
-  plan["actions"].push_back({{"action", "install"},
-                             {"dist", "bigmem"},
-                             {"version", "1.0"},
-                             {"file", wheel_path.filename().string()},
-                             {"url", "file://" + wheel_path.string()},
-                             {"sha256", to_hex(*digest)},
-                             {"size", fs::file_size(wheel_path, error)},
-                             {"provides", json::array()},
-                             {"reason", "memory test"}});
-  std::ofstream(plan_file) << plan.dump(2);
 
   // The shell joins the group, then becomes /usr/bin/time, whose child is venvfix.
-  const fs::path rss_file = dir->path() / "rss";
+  const fs::path rss_file = m_dir->path() / "rss";
   const std::string command =
       "echo $$ > " + (group.dir() / "cgroup.procs").string() + " && exec /usr/bin/time -f %M -o " +
       rss_file.string() + " " + venvfix::testing::venvfix_binary() + " --venv " + venv.string() +
