@@ -26,6 +26,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import sys
 import zipfile
 
@@ -135,6 +136,8 @@ def main():
     os.makedirs(os.path.join(args.out, "files"), exist_ok=True)
     for stale in os.listdir(os.path.join(args.out, "files")):
         os.remove(os.path.join(args.out, "files", stale))
+    if os.path.isdir(os.path.join(args.out, "simple")):
+        shutil.rmtree(os.path.join(args.out, "simple"))  # the pages of the wheels just removed
     # Shares of the total, largest first (cuDNN, cuBLAS, ...); big wheels get more members.
     shares = [30, 24, 16, 12, 10, 8][: args.wheels] + [8] * max(0, args.wheels - 6)
     scale = args.total_mb * 2.0 / sum(shares)  # inflated MB; the wheels come out about half
