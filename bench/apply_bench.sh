@@ -3,12 +3,15 @@
 # from a loopback index, with venvfix next to `pip install --no-deps` of the same wheels and
 # `bsdtar -xf` of them one after another (the sequential floor), side by side in one run.
 #
-#   bench/apply_bench.sh [--total-mb 1500] [--repeat 3] [--work DIR] [--out DIR] [--keep]
-#                        [--markdown FILE]
+#   bench/apply_bench.sh [--total-mb 1500] [--big-member-mb N] [--repeat 3] [--work DIR]
+#                        [--out DIR] [--keep] [--markdown FILE]
+#
+# --big-member-mb N: instead of the plan of six wheels, one wheel whose library is a single
+# member of N MB (the bounded-memory check: a 2 GB member must not cost 2 GB of memory).
 #
 # Rows (wall time of the whole process, fresh output directory and venv each time, `sync`
 # before each run so no run pays for the previous one's writeback):
-# - `venvfix apply PLAN --yes` of a plan that installs every wheel (URLs on the loopback index,
+# - `venvfix apply PLAN --snapshot --yes` of a plan that installs every wheel (URLs on the loopback index,
 #   sha256 and sizes; made untimed for each fresh venv with `venvfix plan --json` and the
 #   actions added), with empty caches: download, stage (overlapped), the journaled moves with
 #   their fsyncs, the dist-info, verification. This is the whole transaction, safety included.
@@ -20,10 +23,13 @@
 # - pip install --no-deps --no-compile from the index into a fresh venv: cold (--no-cache-dir)
 #   and with pip's cache warm.
 # - bsdtar -xf of the local wheel files one after another.
+# Each row also reports the peak resident set (ru_maxrss through /usr/bin/time) of its largest
+# process, the largest over the rounds.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 total_mb=1500
+big_member_mb=0
 repeat=3
 work=""
 out_root=""
@@ -32,6 +38,7 @@ markdown=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --total-mb) total_mb=$2; shift 2 ;;
+    --big-member-mb) big_member_mb=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out_root=$2; shift 2 ;;
@@ -66,7 +73,11 @@ venvfix="$build/venvfix"
 driver="$build/bench/unpack_bench"
 
 # --- the wheels, the index and a venv ---------------------------------------------------------
-python3 "$repo/bench/make_big_wheels.py" "$work/www" --total-mb "$total_mb"
+if [ "$big_member_mb" != 0 ]; then
+  python3 "$repo/bench/make_big_wheels.py" "$work/www" --big-member-mb "$big_member_mb"
+else
+  python3 "$repo/bench/make_big_wheels.py" "$work/www" --total-mb "$total_mb"
+fi
 names=(); files=()
 for page in "$work"/www/simple/*/; do names+=("$(basename "$page")"); done
 for f in "$work"/www/files/*.whl; do files+=("$f"); done
@@ -85,11 +96,14 @@ now() { date +%s.%N; }
 # the wall time depends on the other load, the CPU time much less.
 # (`times` runs in this shell: in a $(...) subshell it would see no children.)
 cpu_now() { times > "$work/times.txt"; cpu_seconds=$(tail -1 "$work/times.txt" | sed 's/[ms]/ /g' | awk '{print $1 * 60 + $2 + $3 * 60 + $4}'); }
-declare -A times cpu
+declare -A times cpu rss
+# The peak RSS (KiB) of one timed process: `timed CMD...` runs CMD under /usr/bin/time.
+timed() { /usr/bin/time -a -f %M -o "$out/rss.txt" "$@"; }
 run() {  # run LABEL PREPARE COMMAND... (in a fresh output directory $out; PREPARE untimed)
   local label=$1 prepare=$2; shift 2
   out="$out_root/out"; rm -rf "$out"; mkdir -p "$out"
   "$prepare"
+  rm -f "$out/rss.txt"
   sync
   local start end cpu_start cpu_end
   cpu_now; cpu_start=$cpu_seconds
@@ -98,6 +112,7 @@ run() {  # run LABEL PREPARE COMMAND... (in a fresh output directory $out; PREPA
   end=$(now)
   cpu_now; cpu_end=$cpu_seconds
   times[$label]+="$(echo "$end - $start" | bc) "
+  if [ -s "$out/rss.txt" ]; then rss[$label]+="$(sort -n "$out/rss.txt" | tail -1) "; fi
   cpu[$label]+="$(echo "$cpu_end - $cpu_start" | bc) "
 }
 fresh_venv() { cp -a "$work/venv" "$out/venv"; }
@@ -123,7 +138,8 @@ print(json.dumps(plan, indent=2))
 PY
 }
 venvfix_apply() {  # venvfix_apply CACHE_DIR
-  "$venvfix" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" -q apply "$out/plan.json" --yes
+  timed "$venvfix" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" -q apply "$out/plan.json" \
+    --snapshot --yes
 }
 venvfix_cold() { venvfix_apply "$out/cache"; }
 venvfix_cached() { venvfix_apply "$out_root/warm-cache"; }
@@ -139,17 +155,17 @@ warm_caches() {  # untimed: fill venvfix's caches and pip's cache once
   sync
 }
 fresh_venv_and_staging() { fresh_venv; mkdir -p "$out/staging"; }
-stage_parallel() { "$driver" --venv "$out/venv" --staging "$out/staging" "${files[@]}"; }
-stage_streaming() { "$driver" --venv "$out/venv" --staging "$out/staging" --streaming "${files[@]}"; }
+stage_parallel() { timed "$driver" --venv "$out/venv" --staging "$out/staging" "${files[@]}"; }
+stage_streaming() { timed "$driver" --venv "$out/venv" --staging "$out/staging" --streaming "${files[@]}"; }
 pip_install() {
-  PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip --python "$out/venv/bin/python" install -q --no-deps \
+  PIP_DISABLE_PIP_VERSION_CHECK=1 timed python3 -m pip --python "$out/venv/bin/python" install -q --no-deps \
     --no-compile "$@" --index-url "$index/" "${names[@]}"
 }
 pip_cold() { pip_install --no-cache-dir; }
 pip_warm() { pip_install --cache-dir "$out_root/pip-cache"; }
-bsdtar_seq() { for f in "${files[@]}"; do bsdtar -xf "$f" -C "$out"; done; }
+bsdtar_seq() { for f in "${files[@]}"; do timed bsdtar -xf "$f" -C "$out"; done; }
 
-labels=("venvfix apply (cold caches)" "venvfix apply again (warm caches: re-apply)"
+labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again (warm caches: re-apply)"
         "venvfix: stage local files, parallel" "venvfix: stage local files, streaming (1 thread)"
         "pip install --no-deps (--no-cache-dir)" "pip install --no-deps (warm pip cache)"
         "bsdtar -xf, one after another")
@@ -175,16 +191,17 @@ pip_median=$(echo "${times[${labels[4]}]}" | median)
 pip_warm_median=$(echo "${times[${labels[5]}]}" | median)
 bsdtar_median=$(echo "${times[${labels[6]}]}" | median)
 {
-  echo "| run | median s | best s | all s | CPU s (median) | installed MB/s | pip (cold) ÷ this | pip (warm) ÷ this | bsdtar ÷ this |"
-  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|"
+  echo "| run | median s | best s | all s | CPU s (median) | installed MB/s | peak RSS MiB | pip (cold) ÷ this | pip (warm) ÷ this | bsdtar ÷ this |"
+  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"
   for label in "${labels[@]}"; do
     m=$(echo "${times[$label]}" | median)
     b=$(echo "${times[$label]}" | tr ' ' '\n' | grep -v '^$' | sort -g | head -1)
     all=$(echo "${times[$label]}" | tr ' ' '\n' | grep -v '^$' | awk '{printf "%s%.1f", (NR > 1 ? ", " : ""), $1}')
     c=$(echo "${cpu[$label]}" | median)
+    r=$(echo "${rss[$label]:-0}" | tr ' ' '\n' | grep -v '^$' | sort -n | tail -1)
     awk -v l="$label" -v m="$m" -v b="$b" -v all="$all" -v c="$c" -v p="$pip_median" -v pw="$pip_warm_median" \
-        -v t="$bsdtar_median" -v bytes="$installed_bytes" 'BEGIN {
-      printf "| %s | %.2f | %.2f | %s | %.1f | %.0f | %.2f× | %.2f× | %.2f× |\n", l, m, b, all, c, bytes / 1e6 / m, p / m, pw / m, t / m }'
+        -v t="$bsdtar_median" -v bytes="$installed_bytes" -v r="$r" 'BEGIN {
+      printf "| %s | %.2f | %.2f | %s | %.1f | %.0f | %.0f | %.2f× | %.2f× | %.2f× |\n", l, m, b, all, c, bytes / 1e6 / m, r / 1024, p / m, pw / m, t / m }'
   done
   echo
   echo "${#files[@]} wheels, $(echo "$wheel_bytes" | awk '{printf "%.2f GB", $1/1e9}') of wheels," \

@@ -2,6 +2,10 @@
 """Writes a plan's worth of large, NVIDIA-like wheels for the unpack and apply benchmarks.
 
     bench/make_big_wheels.py OUT [--total-mb 1500] [--wheels 6] [--small-files 3000] [--seed N]
+    bench/make_big_wheels.py OUT --big-member-mb 2048
+
+With --big-member-mb, one wheel instead (benchbig00) whose library is a single member of that
+many MB, beside 100 small files: what bounded memory is measured with.
 
 OUT/files/*.whl and a PEP 503 page per project (OUT/simple/<name>/index.html with each file's
 sha256), the layout tests/servers/index_server.py serves. Each wheel holds:
@@ -22,6 +26,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import sys
 import zipfile
 
@@ -120,6 +125,8 @@ def main():
     parser.add_argument("--wheels", type=int, default=6)
     parser.add_argument("--small-files", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=20240301)
+    parser.add_argument("--big-member-mb", type=int, default=0,
+                        help="one wheel with a single library member of this many MB")
     args = parser.parse_args()
     params = json.dumps(vars(args), sort_keys=True)
     marker = os.path.join(args.out, ".params")
@@ -129,10 +136,15 @@ def main():
     os.makedirs(os.path.join(args.out, "files"), exist_ok=True)
     for stale in os.listdir(os.path.join(args.out, "files")):
         os.remove(os.path.join(args.out, "files", stale))
+    if os.path.isdir(os.path.join(args.out, "simple")):
+        shutil.rmtree(os.path.join(args.out, "simple"))  # the pages of the wheels just removed
     # Shares of the total, largest first (cuDNN, cuBLAS, ...); big wheels get more members.
     shares = [30, 24, 16, 12, 10, 8][: args.wheels] + [8] * max(0, args.wheels - 6)
     scale = args.total_mb * 2.0 / sum(shares)  # inflated MB; the wheels come out about half
     jobs = []
+    if args.big_member_mb:
+        shares = []
+        jobs.append((args.out, "benchbig00", [args.big_member_mb], 100, args.seed))
     for i, share in enumerate(shares):
         mb = share * scale
         parts = 4 if mb > 400 else 3 if mb > 200 else 2

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcurl4-openssl-dev libarchive-dev nlohmann-json3-dev libssl-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev libelf-dev libdeflate-dev
+  libisal-dev
   libbenchmark-dev
   clang clang-format clang-tidy universal-ctags git
   python3 python3-venv python3-pip

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "apply/stage_hashes.hpp"
 #include "venvfix/apply/phases.hpp"
 #include "venvfix/dist/scan.hpp"
 #include "venvfix/elf/elf_file.hpp"
@@ -138,6 +139,8 @@ std::vector<std::string> verify_after_moves(const env::Venv& venv,
                                             const ApplyOptions& options, const VerifyInput& input,
                                             ApplyReport& report) {
   std::vector<std::string> failures;
+  // Staging hashed every byte it wrote: the analysis below takes those digests from the cache.
+  seed_hash_cache(venv, input.staged);
   verify::Options analysis_options;
   analysis_options.targets = input.plan.targets;
   auto after = verify::analyze(venv, manifests, system, analysis_options);

@@ -1,8 +1,12 @@
 #include "venvfix/base/sha256.hpp"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace venvfix {
 
@@ -40,9 +44,23 @@ Sha256Digest sha256(std::string_view data) {
 }
 
 Result<Sha256Digest> sha256_file(const fs::path& path) {
-  VENVFIX_TRY_ASSIGN(MappedFile mapped, MappedFile::open(path));
+  // read(2) in pieces rather than one mapping: memory stays bounded whatever the file's size
+  // (a mapped 2 GB wheel would count 2 GB in the resident set), and a file truncated while it
+  // is read gives a short read, not SIGBUS.
+  constexpr std::size_t k_piece = 1u << 20;
+  VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDONLY));
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::unique_ptr<std::byte[]> buffer(new std::byte[k_piece]);
   Sha256 hasher;
-  hasher.update(mapped.bytes());
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer.get(), k_piece);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
+    }
+    if (n == 0) break;
+    hasher.update(std::span<const std::byte>(buffer.get(), static_cast<std::size_t>(n)));
+  }
   return hasher.finish();
 }
 

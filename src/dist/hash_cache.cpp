@@ -107,6 +107,18 @@ bool HashCache::remember(const FileIdentity& identity, const Sha256Digest& diges
   return true;
 }
 
+bool HashCache::seed(const FileIdentity& identity, const Sha256Digest& digest) {
+  if (!S_ISREG(identity.mode)) return false;
+  auto [it, inserted] = m_entries.try_emplace(key_of(identity), Entry{digest, true});
+  if (!inserted && it->second.digest != digest) {
+    it->second.digest = digest;
+    inserted = true;
+  }
+  it->second.used = true;
+  if (inserted) m_dirty = true;
+  return true;
+}
+
 std::string HashCache::encode() const {
   std::vector<std::pair<Key, const Entry*>> sorted;
   sorted.reserve(m_entries.size());

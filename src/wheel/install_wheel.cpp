@@ -247,7 +247,7 @@ class Installer {
         if (auto entries = detail::read_zip_index(archive.bytes())) {
           if (auto match = detail::match_members(m_contents, *entries)) {
             detail::UnpackConfig config{detail::unpack_threads(m_contents, m_options.threads),
-                                        m_options.max_buffer_bytes};
+                                        m_options.max_buffer_bytes, true};
             return detail::unpack_members(
                 archive.bytes(), m_contents, *entries, *match, m_display,
                 [this](std::size_t i) -> Result<Fd> {
@@ -518,7 +518,7 @@ Status check_wheel_bytes(const WheelContents& contents, std::span<const std::byt
     if (auto match = detail::match_members(contents, *entries)) {
       VENVFIX_TRY(detail::unpack_members(
           data, contents, *entries, *match, contents.display_name,
-          [](std::size_t) -> Result<Fd> { return Fd(); }, detail::UnpackConfig{1, 64u << 20}));
+          [](std::size_t) -> Result<Fd> { return Fd(); }, detail::UnpackConfig{1, 1u << 20}));
       return ok();
     }
   }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "venvfix/base/parallel.hpp"
+#include "wheel/stream_inflate.hpp"
 #include "wheel/zip_reader.hpp"
 
 namespace venvfix::wheel::detail {
@@ -22,6 +23,10 @@ constexpr std::uint16_t k_stored = 0;
 constexpr std::uint16_t k_deflated = 8;
 // Hashed and written in pieces that stay in the core's cache between the three passes.
 constexpr std::size_t k_piece = 256u << 10;
+// Archive bytes read are dropped from the mapping (see release()) in pieces of this size, and
+// not at all below the smaller one (a madvise call is not worth it).
+constexpr std::size_t k_release_step = 8u << 20;
+constexpr std::size_t k_release_min = 1u << 20;
 
 Status pwrite_all(int fd, std::span<const std::byte> data, std::uint64_t offset,
                   const std::string& what) {
@@ -145,7 +150,7 @@ class BufferPool {
 
  private:
   static constexpr std::size_t k_max_idle = 8;
-  static constexpr std::size_t k_max_idle_bytes = std::size_t{1} << 30;
+  static constexpr std::size_t k_max_idle_bytes = std::size_t{64} << 20;
   std::mutex m_mutex;
   std::vector<Buffer> m_idle;
 };
@@ -155,9 +160,10 @@ BufferPool& buffer_pool() {
   return *pool;
 }
 
-// One thread's tools: a decompressor, a hasher and an output buffer from the pool.
+// One thread's tools: two decompressors, a hasher and an output buffer from the pool.
 struct Worker {
   Decompressor decompressor;
+  StreamInflater inflater;
   Sha256 hasher;
   Buffer buffer;
 
@@ -209,10 +215,10 @@ class Unpacker {
     std::optional<std::size_t> member;  // nullopt: the libarchive pass
   };
 
+  // Stored and deflate members (every member of a real wheel) are jobs of their own.
   bool fast(std::size_t i) const {
-    const ZipIndexEntry& entry = m_entries[m_match[i]];
-    if (entry.method == k_stored) return true;
-    return entry.method == k_deflated && entry.size <= m_config.max_buffer_bytes;
+    const std::uint16_t method = m_entries[m_match[i]].method;
+    return method == k_stored || method == k_deflated;
   }
 
   void plan_jobs() {
@@ -258,52 +264,120 @@ class Unpacker {
     return ok();
   }
 
-  Status unpack_one(Worker& worker, std::size_t i) {
-    const WheelMember& member = m_contents.members[i];
+  // Drops the pages of archive bytes already read from this process's mapping (they stay in
+  // the page cache): otherwise every byte of the wheel read counts in the resident set, and a
+  // 2 GB wheel would cost 2 GB of it. Only whole pages inside `bytes` are dropped.
+  void release(std::span<const std::byte> bytes) const {
+    if (!m_config.release_input || bytes.size() < k_release_min) return;
+    static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
+    const std::uintptr_t first = (begin + page - 1) / page * page;
+    const std::uintptr_t last = (begin + bytes.size()) / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+
+  std::span<const std::byte> packed_bytes(std::size_t i) const {
     const ZipIndexEntry& entry = m_entries[m_match[i]];
-    const std::span<const std::byte> packed =
-        m_archive.subspan(static_cast<std::size_t>(entry.data_offset),
-                          static_cast<std::size_t>(entry.compressed_size));
-    std::span<const std::byte> data;
-    if (entry.method == k_stored) {
-      data = packed.first(static_cast<std::size_t>(std::min(packed.size(), member.size)));
-      if (packed.size() > member.size) {
-        return make_error(ExitCode::usage,
-                          "{}: member {} holds more bytes than its recorded size ({})", m_display,
-                          member.name, member.size);
-      }
-    } else {
-      std::byte* out = worker.reserve(static_cast<std::size_t>(member.size));
-      if (out == nullptr) {
-        return make_error(ExitCode::error, "{}: member {}: out of memory for {} bytes", m_display,
-                          member.name, member.size);
-      }
-      std::size_t got = 0;
-      libdeflate_result rc =
-          libdeflate_deflate_decompress_ex(worker.decompressor.d, packed.data(), packed.size(), out,
-                                           static_cast<std::size_t>(member.size), nullptr, &got);
-      if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
-        return make_error(ExitCode::usage,
-                          "{}: member {} holds more bytes than its recorded size ({})", m_display,
-                          member.name, member.size);
-      }
-      if (rc != LIBDEFLATE_SUCCESS) {
-        return make_error(ExitCode::usage,
-                          "{}: member {} has a corrupt deflate stream; the wheel is refused",
-                          m_display, member.name);
-      }
-      data = {out, got};
-    }
+    return m_archive.subspan(static_cast<std::size_t>(entry.data_offset),
+                             static_cast<std::size_t>(entry.compressed_size));
+  }
+
+  // Creates member i's file, sized first: one extent to fill rather than a file that grows
+  // with every write.
+  Result<Fd> create_sized(std::size_t i, std::uint64_t size) {
     VENVFIX_TRY_ASSIGN(Fd fd, m_create(i));
+    if (fd.valid() && size != 0 && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
+      return make_error(ExitCode::error, "{}: {}", what(i), errno_message(errno));
+    }
+    return fd;
+  }
+
+  Status unpack_one(Worker& worker, std::size_t i) {
+    const ZipIndexEntry& entry = m_entries[m_match[i]];
+    if (entry.method == k_stored) return copy_stored(worker, i);
+    if (entry.size <= m_config.max_buffer_bytes) return inflate_whole(worker, i);
+    return inflate_streamed(worker, i);
+  }
+
+  // A stored member: read straight from the mapping, in pieces dropped once written.
+  Status copy_stored(Worker& worker, std::size_t i) {
+    const WheelMember& member = m_contents.members[i];
+    const std::span<const std::byte> packed = packed_bytes(i);
+    if (packed.size() > member.size) {
+      return make_error(ExitCode::usage,
+                        "{}: member {} holds more bytes than its recorded size ({})", m_display,
+                        member.name, member.size);
+    }
+    VENVFIX_TRY_ASSIGN(Fd fd, create_sized(i, packed.size()));
     const std::string where = what(i);
     MemberSink sink(worker.hasher, fd.get(), where);
-    // Sized first: one extent to fill rather than a file that grows with every write.
-    if (fd.valid() && !data.empty() &&
-        ::ftruncate(fd.get(), static_cast<off_t>(data.size())) != 0) {
-      return make_error(ExitCode::error, "{}: {}", where, errno_message(errno));
+    for (std::size_t at = 0; at < packed.size(); at += k_release_step) {
+      const auto piece = packed.subspan(at, std::min(k_release_step, packed.size() - at));
+      VENVFIX_TRY(sink.consume(piece));
+      release(piece);
     }
-    VENVFIX_TRY(sink.consume(data));
     return check(i, sink.written(), worker.hasher.finish(), sink.crc());
+  }
+
+  // A small deflate member: inflated whole by libdeflate into the thread's buffer.
+  Status inflate_whole(Worker& worker, std::size_t i) {
+    const WheelMember& member = m_contents.members[i];
+    const std::span<const std::byte> packed = packed_bytes(i);
+    std::byte* out = worker.reserve(static_cast<std::size_t>(member.size));
+    if (out == nullptr) {
+      return make_error(ExitCode::error, "{}: member {}: out of memory for {} bytes", m_display,
+                        member.name, member.size);
+    }
+    std::size_t got = 0;
+    libdeflate_result rc =
+        libdeflate_deflate_decompress_ex(worker.decompressor.d, packed.data(), packed.size(), out,
+                                         static_cast<std::size_t>(member.size), nullptr, &got);
+    release(packed);
+    if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) return too_long(i);
+    if (rc != LIBDEFLATE_SUCCESS) return corrupt(i);
+    VENVFIX_TRY_ASSIGN(Fd fd, create_sized(i, got));
+    const std::string where = what(i);
+    MemberSink sink(worker.hasher, fd.get(), where);
+    VENVFIX_TRY(sink.consume({out, got}));
+    return check(i, sink.written(), worker.hasher.finish(), sink.crc());
+  }
+
+  // A larger deflate member: streamed through ISA-L in fixed pieces, each hashed and written
+  // as it comes, so memory does not grow with the member.
+  Status inflate_streamed(Worker& worker, std::size_t i) {
+    const WheelMember& member = m_contents.members[i];
+    VENVFIX_TRY_ASSIGN(Fd fd, create_sized(i, member.size));
+    const std::string where = what(i);
+    MemberSink sink(worker.hasher, fd.get(), where);
+    VENVFIX_TRY_ASSIGN(InflateOutcome outcome,
+                       worker.inflater.run(
+                           packed_bytes(i), member.size,
+                           [&](std::span<const std::byte> piece) { return sink.consume(piece); },
+                           [&](std::span<const std::byte> done) { release(done); }));
+    switch (outcome.failure) {
+      case InflateFailure::none:
+        break;
+      case InflateFailure::too_long:
+        return too_long(i);
+      case InflateFailure::corrupt:
+        return corrupt(i);
+      case InflateFailure::truncated:
+        return make_error(ExitCode::usage,
+                          "{}: member {} ends before its deflate stream does (the archive is "
+                          "truncated or damaged); the wheel is refused",
+                          m_display, member.name);
+    }
+    return check(i, sink.written(), worker.hasher.finish(), sink.crc());
+  }
+
+  Error too_long(std::size_t i) const {
+    return make_error(ExitCode::usage, "{}: member {} holds more bytes than its recorded size ({})",
+                      m_display, m_contents.members[i].name, m_contents.members[i].size);
+  }
+  Error corrupt(std::size_t i) const {
+    return make_error(ExitCode::usage,
+                      "{}: member {} has a corrupt deflate stream; the wheel is refused", m_display,
+                      m_contents.members[i].name);
   }
 
   // Every member the fast path does not take, in one pass of libarchive in archive order.

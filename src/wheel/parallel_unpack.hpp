@@ -1,9 +1,9 @@
 // Phase two, fast: inflating, hashing and writing members on several threads straight out of
-// the archive's bytes. Stored members are copied, deflate members up to a size are inflated
-// whole with libdeflate into a buffer of the thread, and everything else (other compression
-// methods, larger members) streams through libarchive in one pass in archive order, on one of
-// the threads. Each byte is hashed (sha256 and the zip CRC) while still in cache, right before
-// it is written with pwrite.
+// the archive's bytes. Stored members are copied, small deflate members are inflated whole
+// with libdeflate into a buffer of the thread, larger ones stream through ISA-L in fixed-size
+// pieces (memory does not grow with a member), and other compression methods (bzip2, lzma)
+// stream through libarchive in one pass in archive order, on one of the threads. Each byte is
+// hashed (sha256 and the zip CRC) while still in cache, right before it is written with pwrite.
 //
 // The checks are those of stream_members: every member yields exactly its size, its sha256
 // (where RECORD has one) and its zip CRC; the first failure stops every thread, and is the
@@ -25,7 +25,12 @@ namespace venvfix::wheel::detail {
 
 struct UnpackConfig {
   unsigned threads = 1;
-  std::uint64_t max_buffer_bytes = 0;  // deflate members up to this size go through libdeflate
+  // Deflate members up to this size are inflated whole by libdeflate; larger ones stream
+  // through ISA-L.
+  std::uint64_t max_buffer_bytes = 0;
+  // The archive is a read-only file mapping whose pages may be dropped once read (never for
+  // bytes in anonymous memory: MADV_DONTNEED would zero them).
+  bool release_input = false;
 };
 
 // `create(i)` is called (from any thread, possibly concurrently) right before member i is

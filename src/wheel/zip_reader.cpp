@@ -4,7 +4,11 @@
 #include <archive_entry.h>
 #include <locale.h>
 
+#include <algorithm>
 #include <cstring>
+
+#include "dist/utf8.hpp"
+#include "wheel/zip_index.hpp"
 
 namespace venvfix::wheel::detail {
 
@@ -60,8 +64,10 @@ struct archive* new_zip_archive() {
 
 Error ZipReader::archive_error(std::string_view what) const {
   const char* reason = archive_error_string(m_archive);
-  return make_error(ExitCode::usage, "{}: {}: {}", m_display, what,
-                    reason != nullptr ? reason : "unreadable zip archive");
+  // Some of libarchive's messages end with a newline; an error is one line.
+  std::string_view text = reason != nullptr ? reason : "unreadable zip archive";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return make_error(ExitCode::usage, "{}: {}: {}", m_display, what, text);
 }
 
 Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display_name) {
@@ -72,6 +78,8 @@ Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display
   if (archive_read_open_filename(a, path.c_str(), k_read_block) != ARCHIVE_OK) {
     return reader.archive_error("not a readable zip archive");
   }
+  // Only the central directory and local headers are read through the mapping.
+  if (auto mapped = MappedFile::open(path)) reader.read_index(mapped->bytes());
   return reader;
 }
 
@@ -84,11 +92,63 @@ Result<ZipReader> ZipReader::open_memory(std::span<const std::byte> data,
   if (archive_read_open_memory(a, data.data(), data.size()) != ARCHIVE_OK) {
     return reader.archive_error("not a readable zip archive");
   }
+  reader.read_index(data);
   return reader;
 }
 
 ZipReader::ZipReader(ZipReader&& other) noexcept
-    : m_archive(std::exchange(other.m_archive, nullptr)), m_display(std::move(other.m_display)) {}
+    : m_archive(std::exchange(other.m_archive, nullptr)),
+      m_display(std::move(other.m_display)),
+      m_index(std::move(other.m_index)),
+      m_position(other.m_position) {}
+
+namespace {
+
+bool has_non_ascii(std::string_view name) {
+  return std::any_of(name.begin(), name.end(),
+                     [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+}
+
+}  // namespace
+
+void ZipReader::read_index(std::span<const std::byte> data) {
+  auto entries = read_zip_index(data);
+  if (!entries) return;
+  // libarchive's seekable reader returns entries by local header offset, drops a second entry
+  // at the same offset and sets aside macOS resource forks: with either, positions would not
+  // correspond, so libarchive's names are kept.
+  std::stable_sort(entries->begin(), entries->end(),
+                   [](const auto& a, const auto& b) { return a.data_offset < b.data_offset; });
+  for (std::size_t i = 0; i < entries->size(); ++i) {
+    const ZipIndexEntry& entry = (*entries)[i];
+    if ((i > 0 && (*entries)[i - 1].data_offset == entry.data_offset) ||
+        entry.name.starts_with("__MACOSX/")) {
+      m_index.clear();
+      return;
+    }
+    m_index.push_back(IndexName{entry.name, entry.size});
+  }
+}
+
+// The central directory's name for the entry next() is returning, when the two views agree
+// that it is the same entry: the same size, and the same name or two names that are both
+// non-ASCII (NFC against NFD, or a charset conversion). At the first disagreement the index is
+// dropped for the rest of the archive.
+std::optional<std::string> ZipReader::index_name(const ZipEntry& entry) {
+  if (m_index.empty()) return std::nullopt;
+  const std::size_t at = m_position++;
+  if (at < m_index.size()) {
+    const IndexName& indexed = m_index[at];
+    const bool same_size = entry.size ? *entry.size == indexed.size : indexed.size == 0;
+    if (same_size && indexed.name == entry.name) return std::nullopt;
+    if (same_size && entry.name_ok && has_non_ascii(entry.name) && has_non_ascii(indexed.name) &&
+        dist::is_valid_utf8(indexed.name) && indexed.name.find('\0') == std::string::npos) {
+      return indexed.name;
+    }
+  }
+  m_index.clear();
+  return std::nullopt;
+}
 
 ZipReader::~ZipReader() {
   if (m_archive != nullptr) archive_read_free(m_archive);
@@ -135,6 +195,7 @@ Result<std::optional<ZipEntry>> ZipReader::next() {
   if (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) >= 0) {
     out.size = static_cast<std::uint64_t>(archive_entry_size(entry));
   }
+  if (auto stored = index_name(out)) out.name = std::move(*stored);
   return std::optional<ZipEntry>(std::move(out));
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/result.hpp"
@@ -19,7 +20,9 @@ namespace venvfix::wheel::detail {
 enum class EntryType { file, directory, symlink, hardlink, other };
 
 struct ZipEntry {
-  std::string name;     // UTF-8, as stored (directories end with '/')
+  // UTF-8, as stored (directories end with '/'): the central directory's bytes where they can
+  // be matched to libarchive's entry (see ZipReader), else libarchive's converted name.
+  std::string name;
   bool name_ok = true;  // false: libarchive could not give the name as UTF-8, or it had a NUL
   EntryType type = EntryType::file;
   std::uint32_t permissions = 0;  // the low 12 bits of the mode
@@ -51,9 +54,21 @@ class ZipReader {
   ZipReader(struct archive* archive, std::string display_name)
       : m_archive(archive), m_display(std::move(display_name)) {}
   Error archive_error(std::string_view what) const;
+  // libarchive composes every UTF-8 name to NFC and converts through the locale's charset;
+  // pip keeps the central directory's bytes. The bounds-checked index of the same bytes
+  // (zip_index.hpp) gives those, entry for entry in libarchive's order (by local header
+  // offset), as long as the two views agree on every entry (see index_name()).
+  void read_index(std::span<const std::byte> data);
+  std::optional<std::string> index_name(const ZipEntry& entry);
 
   struct archive* m_archive = nullptr;
   std::string m_display;
+  struct IndexName {
+    std::string name;
+    std::uint64_t size = 0;
+  };
+  std::vector<IndexName> m_index;  // empty: libarchive's names are used
+  std::size_t m_position = 0;      // entries returned by next() so far
 };
 
 }  // namespace venvfix::wheel::detail

@@ -5,6 +5,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 
 #include "fetch/test_server.hpp"
 #include "txn/apply_test_support.hpp"
+#include "venvfix/dist/hash_cache.hpp"
 
 namespace venvfix {
 namespace {
@@ -71,7 +74,7 @@ class ApplyCli : public ::testing::Test {
                                      path("cache").string(),
                                      "--ld-cache",
                                      world.hermetic_cache.string(),
-                                     "-q"};
+                                     m_verbosity};
     argv.insert(argv.end(), base.begin(), base.end());
     argv.insert(argv.end(), args.begin(), args.end());
     return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
@@ -118,6 +121,7 @@ class ApplyCli : public ::testing::Test {
   std::optional<TempDir> m_dir;
   std::optional<venvfix::testing::IndexServer> m_index;
   fs::path m_immutable;
+  std::string m_verbosity = "-q";
 };
 
 TEST_F(ApplyCli, TheWholeStory) {
@@ -167,6 +171,50 @@ TEST_F(ApplyCli, TheWholeStory) {
   applied = venvfix(venv, {"--json", "apply", "--yes"});
   EXPECT_EQ(applied.exit_code, 0) << applied.err;
   EXPECT_EQ(json::parse(applied.out)["nothing_to_do"], true);
+}
+
+// Hash each byte once: the digests staging computed seed the hash cache under the files'
+// identities after the moves, so the analysis after the moves reads no installed byte.
+TEST_F(ApplyCli, TheVerificationAfterTheMovesReadsNoInstalledBytes) {
+  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path plan = plan_for(venv);
+  m_verbosity = "-vv";
+  CommandResult applied = venvfix(venv, {"apply", plan.string()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  // Each analysis logs what check_files read; the last one is the verification's.
+  struct Checked {
+    unsigned long files = 0, hashed = 0, bytes = 0, hits = 0;
+  };
+  std::vector<Checked> analyses;
+  for (std::size_t at = applied.err.find("checked "); at != std::string::npos;
+       at = applied.err.find("checked ", at + 1)) {
+    Checked c;
+    if (std::sscanf(applied.err.c_str() + at,
+                    "checked %lu files, hashed %lu (%lu bytes), %lu from the hash cache", &c.files,
+                    &c.hashed, &c.bytes, &c.hits) == 4) {
+      analyses.push_back(c);
+    }
+  }
+  ASSERT_GE(analyses.size(), 2u) << applied.err;
+  EXPECT_EQ(analyses.back().hashed, 0u) << applied.err;
+  EXPECT_EQ(analyses.back().bytes, 0u) << applied.err;
+  EXPECT_GT(analyses.back().hits, 0u) << applied.err;
+  EXPECT_THAT(applied.err, ::testing::ContainsRegex("seeded the hash cache with [1-9][0-9]* "));
+  // What the cache remembers for each file of the venv is that file's sha256.
+  dist::HashCache cache = dist::HashCache::load_for(venv / ".venvfix");
+  std::size_t remembered = 0;
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(venv, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    if (!it->is_regular_file(error) || it->is_symlink(error)) continue;
+    auto identity = file_identity(it->path());
+    ASSERT_TRUE(identity);
+    if (auto digest = cache.lookup(*identity)) {
+      ++remembered;
+      EXPECT_EQ(*digest, *sha256_file(it->path())) << it->path();
+    }
+  }
+  EXPECT_GT(remembered, 0u);
 }
 
 // A re-apply hard-links the unpacked cache's files into the venv, so the inodes a tree snapshot

@@ -329,5 +329,24 @@ TEST(DistHashCache, EncodeDecodeRoundTrip) {
   EXPECT_FALSE(other.lookup(id));
 }
 
+// Apply seeds the digests staging computed: no racy rule (it wrote the bytes itself), regular
+// files only, saved like any other entry.
+TEST(DistHashCache, SeedTakesJustWrittenFilesAndOnlyRegularOnes) {
+  HashCache cache("/nonexistent/hash-cache-v1");
+  cache.set_clock([] { return std::int64_t{1'700'000'000'000'000'000}; });
+  FileIdentity id{7, 99, 5, cache.now_ns(), cache.now_ns(), S_IFREG | 0644};
+  EXPECT_FALSE(cache.remember(id, sha256("hello"), cache.now_ns()));  // racy for remember()
+  EXPECT_TRUE(cache.seed(id, sha256("hello")));
+  EXPECT_TRUE(cache.dirty());
+  FileIdentity link = id;
+  link.inode = 100;
+  link.mode = S_IFLNK | 0777;
+  EXPECT_FALSE(cache.seed(link, sha256("x")));
+  HashCache other("/nonexistent/hash-cache-v1");
+  ASSERT_TRUE(other.decode(cache.encode()));
+  EXPECT_EQ(other.size(), 1u);
+  EXPECT_EQ(other.lookup(id), sha256("hello"));
+}
+
 }  // namespace
 }  // namespace venvfix::dist

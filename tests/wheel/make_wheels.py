@@ -133,6 +133,11 @@ mixed = {
     "demo_pkg/stored_random.bin": rng.randbytes(2 << 20),
     "demo_pkg/deflate_text.bin": compressible,
     "demo_pkg/deflate_random.so": rng.randbytes(1 << 20),
+    # Over 4 MiB compressed (StreamInflater::k_in_piece): coded and stored deflate blocks that
+    # cross the pieces the streaming inflater is fed in.
+    "demo_pkg/deflate_large.so": b"".join(
+        rng.randbytes(1 << 20) if i % 3 == 0 else compressible[i << 16: (i + 8) << 16]
+        for i in range(12)),
     "demo_pkg/bzip2.txt": compressible[: 300000],
     "demo_pkg/lzma.txt": compressible[100: 200000],
     **{f"demo_pkg/small/m{i}.py": b"# %d\n" % i * (i % 40) for i in range(200)},
@@ -220,6 +225,63 @@ def write_zip64(filename, files):
     open(os.path.join(OUT, filename), "wb").write(bytes(out))
 
 
+def write_plain_zip(filename, members):
+    """A zip written by hand, so that what its headers (and RECORD) say can differ from what its
+    deflate streams hold: members are (name, packed, declared_size, crc), `packed` the raw
+    deflate bytes stored, `declared_size` and `crc` what both headers say."""
+    out = bytearray()
+    central = bytearray()
+    for name, packed, size, crc in members:
+        offset = len(out)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x5021, crc, len(packed),
+                           size, len(name.encode()), 0)
+        out += name.encode() + packed
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 20, 20, 0, 8, 0,
+                               0x5021, crc, len(packed), size, len(name.encode()), 0, 0, 0, 0,
+                               (0o100644 << 16), offset)
+        central += name.encode()
+    cd_offset = len(out)
+    out += central
+    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central),
+                       cd_offset, 0)
+    os.makedirs(os.path.dirname(os.path.join(OUT, filename)), exist_ok=True)
+    open(os.path.join(OUT, filename), "wb").write(bytes(out))
+
+
+def deflate_raw(data):
+    return zlib.compress(data, 6)[2:-4]
+
+
+def stream_hostile(filename, member, packed, declared):
+    """demo_pkg with `member` stored as `packed`, its headers and RECORD saying `declared` (the
+    bytes it should hold): only inflating it shows the lie."""
+    meta = {"demo_pkg/__init__.py": b"x = 1\n",
+            "demo_pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n",
+            "demo_pkg-1.0.dist-info/WHEEL":
+                b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    rows = [csv_row(p, d) for p, d in meta.items()] + [csv_row(member, declared)]
+    meta["demo_pkg-1.0.dist-info/RECORD"] = (
+        "\n".join(rows + ["demo_pkg-1.0.dist-info/RECORD,,"]) + "\n").encode()
+    members = [(p, deflate_raw(d), len(d), zlib.crc32(d)) for p, d in meta.items()]
+    members.insert(1, (member, packed, len(declared), zlib.crc32(declared)))
+    write_plain_zip(filename, members)
+
+
+# Mid-stream refusals (parallel_unpack_test.cpp). A zip bomb that shows its size only as it
+# inflates: headers and RECORD say 2 MiB (sha256 of the first 2 MiB), the stream holds 256 MiB.
+bomb_zeros = bytes(256 << 20)
+stream_hostile("stream-bomb/demo_pkg-1.0-py3-none-any.whl", "demo_pkg/zeros.bin",
+               deflate_raw(bomb_zeros), bomb_zeros[: 2 << 20])
+# A member that yields less than its headers and RECORD say (3 MiB said, 2 MiB held).
+short = compressible[: 3 << 20]
+stream_hostile("stream-short/demo_pkg-1.0-py3-none-any.whl", "demo_pkg/short.bin",
+               deflate_raw(short[: 2 << 20]), short)
+# A deflate stream cut in the middle, as a truncated download would be: headers agree on the
+# shorter compressed size, the stream ends before its final block.
+stream_hostile("stream-truncated/demo_pkg-1.0-py3-none-any.whl", "demo_pkg/cut.bin",
+               deflate_raw(short)[: len(deflate_raw(short)) // 2], short)
+
+
 z64 = {"demo_pkg/__init__.py": b"x = 1\n", "demo_pkg/text.txt": compressible[:100000],
        "demo_pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n",
        "demo_pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
@@ -301,11 +363,16 @@ build_names("bad-utf8/unicode_pkg-1.0-py3-none-any.whl",
             {f"{U}/__init__.py": b"x = 1\n", f"{U}/bad.py": b"y = 1\n"},
             flagged_raw={f"{U}/bad.py": f"{U}/b".encode() + b"\xff\xfe.py"})
 
-# NFC and NFD twins: two files to pip; libarchive composes UTF-8 names to NFC, so venvfix sees
-# one name twice and refuses the wheel (docs/wheel.md).
+# NFC and NFD twins: two files to pip, which never normalises names (nor does venvfix, which
+# takes names from the central directory's bytes, not libarchive's NFC-composed ones).
 build_names("nfc-nfd/unicode_pkg-1.0-py3-none-any.whl",
             {f"{U}/__init__.py": b"x = 1\n", f"{U}/caf\u00e9.py": b"X = 1\n",
              f"{U}/cafe\u0301.py": b"X = 2\n"})
+# Lone NFD names (as macOS writes them): installed under the same bytes, not composed.
+build_names("nfd/unicode_pkg-1.0-py3-none-any.whl",
+            {f"{U}/__init__.py": b"x = 1\n", f"{U}/cafe\u0301.py": b"X = 1\n",
+             f"{U}/A\u030angstro\u0308m/n\u0303.txt": b"decomposed\n",
+             f"{U}-1.0.data/scripts/gru\u0308\u00df": b"#!python\nprint('gruess')\n"})
 
 # A flagged "é" and a CP437 0x82 ("é" too): two members of one name once decoded.
 build_names("same-decoded/unicode_pkg-1.0-py3-none-any.whl",

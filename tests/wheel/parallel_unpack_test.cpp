@@ -1,5 +1,6 @@
 // The parallel unpacker against the reference: for every way a member can be stored (stored,
-// deflate through libdeflate, deflate through the libarchive pass, bzip2, lzma, zip64 fields),
+// deflate through libdeflate, deflate streamed through ISA-L, bzip2 and lzma through the
+// libarchive pass, zip64 fields),
 // installing with Unpack::parallel (several thread counts and buffer sizes) stages exactly the
 // tree, the InstallResult and the RECORD that Unpack::streaming stages. Corrupt members are
 // refused by both with one sentence, and leave nothing behind.
@@ -38,9 +39,10 @@ class WheelParallelUnpack : public testing::StagingTest {
   // Every parallel configuration stages what the streaming reference stages.
   static std::vector<InstallOptions> every_variant() {
     return {
-        parallel(1, 512u << 20), parallel(2, 512u << 20), parallel(4, 512u << 20),
-        parallel(3, 0),        // every deflate member through the libarchive pass
+        parallel(1, 512u << 20), parallel(2, 512u << 20),
+        parallel(4, 512u << 20), parallel(3, 0),  // every deflate member streamed through ISA-L
         parallel(2, 1 << 20),  // large members streamed, small ones through libdeflate
+        parallel(1, 1 << 20),
     };
   }
 
@@ -95,9 +97,18 @@ class WheelParallelUnpack : public testing::StagingTest {
   // ExitCode::usage, and the staging directory's parent is as it was.
   void expect_refused(const fs::path& wheel, const std::string& parallel_says,
                       const std::string& streaming_says) {
-    for (const auto& [options, expected] :
-         {std::pair{parallel(2, 512u << 20), parallel_says}, std::pair{streaming(), streaming_says},
-          std::pair{parallel(2, 0), streaming_says}}) {
+    expect_refused_each(wheel, {{parallel(2, 512u << 20), parallel_says},
+                                {streaming(), streaming_says},
+                                {parallel(2, 0), streaming_says}});
+  }
+
+  // Each configuration refuses `wheel` with a message holding its expected text.
+  void expect_refused_each(const fs::path& wheel,
+                           const std::vector<std::pair<InstallOptions, std::string>>& cases) {
+    for (const auto& [options, expected] : cases) {
+      SCOPED_TRACE(fmt::format("unpack {}, threads {}, max_buffer {}",
+                               options.unpack == Unpack::parallel ? "parallel" : "streaming",
+                               options.threads, options.max_buffer_bytes));
       fs::path staging = m_dir->path() / "refused";
       fs::create_directories(staging);
       auto before = testing::tree_of(m_dir->path());
@@ -169,6 +180,37 @@ TEST_F(WheelParallelUnpack, HashMismatchFoundOnEveryPath) {
   expect_refused(testing::test_wheels() / "wrong-hash" / k_wheel,
                  "demo_pkg/big.py does not match its sha256 in RECORD",
                  "demo_pkg/big.py does not match its sha256 in RECORD");
+}
+
+// Refusals that only inflating can show (make_wheels.py, "Mid-stream refusals"): every path
+// stops at the member, and leaves nothing behind.
+TEST_F(WheelParallelUnpack, ZipBombThatShowsItsSizeOnlyWhileInflatingIsRefused) {
+  // Headers and RECORD say 2 MiB; the stream holds 256 MiB of zeros. Nobody inflates more
+  // than a piece past the limit.
+  const std::string says =
+      "member demo_pkg/zeros.bin holds more bytes than its recorded size (2097152)";
+  expect_refused_each(testing::test_wheels() / "stream-bomb" / k_wheel,
+                      {{parallel(2, 512u << 20), says},
+                       {parallel(2, 1 << 20), says},
+                       {parallel(1, 0), says},
+                       {streaming(), says}});
+}
+
+TEST_F(WheelParallelUnpack, MemberShorterThanItsHeadersIsRefused) {
+  const std::string says =
+      "member demo_pkg/short.bin holds 2097152 bytes but its header and RECORD say 2208890";
+  expect_refused_each(testing::test_wheels() / "stream-short" / k_wheel,
+                      {{parallel(2, 512u << 20), "member demo_pkg/short.bin"},
+                       {parallel(2, 1 << 20), says},
+                       {streaming(), "demo_pkg/short.bin"}});
+}
+
+TEST_F(WheelParallelUnpack, TruncatedDeflateStreamIsRefused) {
+  expect_refused_each(
+      testing::test_wheels() / "stream-truncated" / k_wheel,
+      {{parallel(2, 512u << 20), "member demo_pkg/cut.bin has a corrupt deflate stream"},
+       {parallel(2, 1 << 20), "member demo_pkg/cut.bin ends before its deflate stream does"},
+       {streaming(), "demo_pkg/cut.bin"}});
 }
 
 TEST_F(WheelParallelUnpack, ExistingFileInStagingIsKept) {

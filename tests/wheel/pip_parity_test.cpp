@@ -146,7 +146,20 @@ class WheelPipParity : public ::testing::Test {
          {},
          {},
          "env LC_ALL=C.UTF-8",
-         "C.UTF-8"}};
+         "C.UTF-8"},
+        // NFD names and NFC/NFD twins: the central directory's bytes, never normalised.
+        {"nfd-lang-c",
+         testing::test_wheels() / "nfd/unicode_pkg-1.0-py3-none-any.whl",
+         {},
+         {},
+         "env -u LC_ALL -u LC_CTYPE LANG=C",
+         "C"},
+        {"nfc-nfd-lang-c",
+         testing::test_wheels() / "nfc-nfd/unicode_pkg-1.0-py3-none-any.whl",
+         {},
+         {},
+         "env -u LC_ALL -u LC_CTYPE LANG=C",
+         "C"}};
     // The machine's interpreter itself, not pyenv's shim: the shim's `pip install` hook rehashes
     // pyenv's shims, and nine of those at once race on the shim directory and fail.
     std::string host_python = host_interpreter();
@@ -356,6 +369,23 @@ TEST_F(WheelPipParity, Cp437NamesWithoutTheUtf8FlagUnderLangC) {
 
 TEST_F(WheelPipParity, Cp437NamesWithoutTheUtf8FlagUnderLcAllUtf8) {
   check_parity(find("cp437-lc-all-utf8"));
+}
+
+TEST_F(WheelPipParity, NfdNamesKeepTheirBytes) {
+  check_parity(find("nfd-lang-c"));
+  const fs::path staging = s_dir->path() / "staging-nfd-lang-c";
+  fs::path site = fs::path(result_dist_info(staging, "unicode_pkg")).parent_path();
+  EXPECT_TRUE(fs::exists(staging / site / "unicode_pkg/cafe\xcc\x81.py"));
+  EXPECT_FALSE(fs::exists(staging / site / "unicode_pkg/caf\xc3\xa9.py"));
+  EXPECT_TRUE(fs::exists(staging / "bin/gru\xcc\x88\xc3\x9f"));
+}
+
+TEST_F(WheelPipParity, NfcAndNfdTwinsAreTwoFiles) {
+  check_parity(find("nfc-nfd-lang-c"));
+  const fs::path staging = s_dir->path() / "staging-nfc-nfd-lang-c";
+  fs::path site = fs::path(result_dist_info(staging, "unicode_pkg")).parent_path();
+  EXPECT_TRUE(fs::exists(staging / site / "unicode_pkg/cafe\xcc\x81.py"));
+  EXPECT_TRUE(fs::exists(staging / site / "unicode_pkg/caf\xc3\xa9.py"));
 }
 
 TEST_F(WheelPipParity, WorldAndBundledWheelsInOneVenvMovedIntoPlace) {

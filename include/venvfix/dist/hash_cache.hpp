@@ -47,6 +47,12 @@ class HashCache {
   bool remember(const FileIdentity& identity, const Sha256Digest& digest,
                 std::int64_t hashed_at_ns);
 
+  // Remembers the digest of bytes this process wrote itself and hashed as it wrote them (apply
+  // seeds the files it just moved into the venv, so the verification after the moves reads
+  // none of them). No racy rule: nothing else wrote these bytes, and `identity` is the one the
+  // file has after its last rename. Returns false for anything but a regular file.
+  bool seed(const FileIdentity& identity, const Sha256Digest& digest);
+
   // The clock remember()'s callers read (realtime_ns unless set); called from several threads.
   void set_clock(WallClock clock) { m_clock = std::move(clock); }
   std::int64_t now_ns() const { return m_clock(); }

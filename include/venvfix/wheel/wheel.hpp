@@ -102,8 +102,9 @@ enum class LinkMode {
 // How install_wheel reads the members (docs/wheel.md, "Speed"). Both apply every check.
 enum class Unpack {
   // Several threads at once, straight out of the mapped archive: stored members copied,
-  // deflate members up to InstallOptions::max_buffer_bytes inflated whole with libdeflate, the
-  // others streamed through libarchive in one pass. Falls back to `streaming` when the zip's
+  // deflate members up to InstallOptions::max_buffer_bytes inflated whole with libdeflate,
+  // larger ones streamed through ISA-L in fixed-size pieces, other methods (bzip2, lzma)
+  // streamed through libarchive in one pass. Falls back to `streaming` when the zip's
   // layout is unusual (libarchive's view and the central directory disagree).
   parallel,
   // One thread, libarchive alone, in archive order: the reference the tests compare against.
@@ -124,8 +125,8 @@ struct InstallOptions {
   // Threads for Unpack::parallel; 0: one per CPU, at most 8. Small wheels get fewer.
   unsigned threads = 0;
   // Unpack::parallel inflates a deflate member whole in one buffer per thread when it is at most
-  // this large (so the peak memory is about threads x this); larger ones stream.
-  std::uint64_t max_buffer_bytes = 512ull << 20;
+  // this large (so those buffers cost about threads x this); larger ones stream in fixed pieces.
+  std::uint64_t max_buffer_bytes = 1ull << 20;
   // The unpacked-wheel cache (venvfix/wheel/unpacked_cache.hpp). With `from_unpacked`, each
   // member is copied out of that entry (a reflink clone where the filesystem has them) instead
   // of inflated; an entry that lacks a member or disagrees with RECORD is ignored and the
