@@ -6,6 +6,7 @@
 #include "venvfix/apply/removal.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/plan/planner.hpp"
+#include "venvfix/verify/analysis.hpp"
 
 namespace venvfix::apply {
 
@@ -23,13 +24,15 @@ bool same_path(const fs::path& a, const fs::path& b) {
 }
 
 // The installed distribution `name` (and `version`, when given and installed; else any).
-std::optional<std::size_t> find_installed(const dist::Inventory& inventory, std::string_view name,
-                                          std::string_view version) {
+// The installed distribution of that name (and version, when given; else any version) in the
+// environment's own layer: apply never changes a base prefix or a system distribution.
+std::optional<std::size_t> find_installed(const env::Venv& venv, const dist::Inventory& inventory,
+                                          std::string_view name, std::string_view version) {
   const std::string normalized = pep::normalize_name(name);
   std::optional<std::size_t> any;
   for (std::size_t i = 0; i < inventory.distributions.size(); ++i) {
     const dist::Distribution& dist = inventory.distributions[i];
-    if (dist.normalized_name != normalized) continue;
+    if (dist.normalized_name != normalized || !verify::layer_label(venv, dist).empty()) continue;
     if (version.empty() || dist.version == version) return i;
     if (!any) any = i;
   }
@@ -101,18 +104,19 @@ Result<Departures> departing_distributions(const env::Venv& venv, const dist::In
   for (std::size_t i = 0; i < plan.actions.size(); ++i) {
     const plan::Action& action = plan.actions[i];
     if (action.kind == plan::ActionKind::remove) {
-      out.replaced[i] = find_installed(inventory, action.dist, action.version);
+      out.replaced[i] = find_installed(venv, inventory, action.dist, action.version);
       if (!out.replaced[i]) {
         return make_error(ExitCode::plan_stale,
-                          "the plan removes {} {}, which is not installed in {}; make a new "
-                          "plan; the venv is unchanged",
+                          "the plan removes {} {}, which is not installed in {} itself (a base "
+                          "prefix or the system's packages are never changed); make a new plan; "
+                          "the venv is unchanged",
                           action.dist, action.version, venv.root.string());
       }
     } else {
       out.installed.insert(pep::normalize_name(action.dist));
-      out.replaced[i] = action.replaces ? find_installed(inventory, action.replaces->dist,
+      out.replaced[i] = action.replaces ? find_installed(venv, inventory, action.replaces->dist,
                                                          action.replaces->version)
-                                        : find_installed(inventory, action.dist, "");
+                                        : find_installed(venv, inventory, action.dist, "");
     }
     if (out.replaced[i]) out.leaving.insert(*out.replaced[i]);
   }

@@ -62,6 +62,7 @@ nlohmann::json to_json(const Finding& finding) {
   put("note", finding.note);
   put("fails_when", finding.fails_when);
   put("anomaly", finding.anomaly);
+  put("layer", finding.layer);
   if (finding.kind == FindingKind::cuda_mix) {
     out["cuda_major"] = finding.cuda_major;
     out["target_cuda_major"] = finding.target_cuda_major;

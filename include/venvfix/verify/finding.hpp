@@ -64,6 +64,9 @@ struct Finding {
   // "metadata-missing", "metadata-empty", "metadata-unreadable", "metadata-invalid",
   // "version-mismatch", "name-mismatch" (docs/doctor.md).
   std::string anomaly;
+  // Every kind: where `dist` sits when it is not the environment's own layer ("base",
+  // "system"; verify::layer_label).
+  std::string layer;
 };
 
 nlohmann::json to_json(const Finding& finding);

@@ -1,0 +1,62 @@
+// A plan changes only the environment's own layer (internal.hpp, docs/plan.md).
+#include "internal.hpp"
+
+namespace venvfix::plan::detail {
+
+namespace {
+
+const dist::Distribution* installed_version(const Context& context, const std::string& name,
+                                            const std::string& version) {
+  for (const dist::Distribution& dist : context.analysis.inventory.distributions) {
+    if (dist.normalized_name == name && dist.version == version) return &dist;
+  }
+  return nullptr;
+}
+
+nlohmann::json protected_entry(const Context& context, const dist::Distribution& dist,
+                               const std::string& layer, std::string_view what) {
+  std::string where =
+      layer == "base" ? fmt::format("it is in the base prefix {}, which a plan never changes",
+                                    context.analysis.venv.base_prefix.string())
+                      : std::string("the system package manager owns it (no pip or uv INSTALLER)");
+  return {{"kind", "protected-layer"},
+          {"dist", dist.normalized_name},
+          {"version", dist.version},
+          {"layer", layer},
+          {"message", fmt::format("{} {} would be {}, but {}; change it with the tool that owns "
+                                  "it",
+                                  dist.normalized_name, dist.version, what, where)}};
+}
+
+}  // namespace
+
+void keep_to_own_layer(const Context& context, Plan& plan) {
+  const env::Venv& venv = context.analysis.venv;
+  std::vector<Action> kept;
+  for (Action& action : plan.actions) {
+    const dist::Distribution* touched = nullptr;
+    if (action.kind == ActionKind::remove) {
+      touched = installed_version(context, action.dist, action.version);
+    } else if (action.replaces) {
+      touched = installed_version(context, action.replaces->dist, action.replaces->version);
+    }
+    const std::string layer = touched ? verify::layer_label(venv, *touched) : std::string();
+    if (layer.empty()) {
+      kept.push_back(std::move(action));
+    } else if (layer == "base" && action.kind == ActionKind::install) {
+      action.replaces.reset();
+      action.reason += fmt::format(
+          "; installed into the venv, where it shadows the copy in the base prefix {} (left as "
+          "it is)",
+          venv.base_prefix.string());
+      kept.push_back(std::move(action));
+    } else {
+      plan.unresolved.push_back(protected_entry(
+          context, *touched, layer,
+          action.kind == ActionKind::remove ? "removed" : "replaced by " + action.version));
+    }
+  }
+  plan.actions = std::move(kept);
+}
+
+}  // namespace venvfix::plan::detail
