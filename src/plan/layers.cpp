@@ -1,4 +1,6 @@
 // A plan changes only the environment's own layer (internal.hpp, docs/plan.md).
+#include <algorithm>
+
 #include "internal.hpp"
 
 namespace venvfix::plan::detail {
@@ -28,6 +30,16 @@ nlohmann::json protected_entry(const Context& context, const dist::Distribution&
                                   dist.normalized_name, dist.version, what, where)}};
 }
 
+// A copy in the venv repairs what the venv's own objects load; a target in the base finds its
+// libraries through its $ORIGIN RPATH in the base only, so there it does not.
+bool a_target_is_in_the_base(const Context& context) {
+  const verify::Analysis& analysis = context.analysis;
+  return std::any_of(analysis.targets.begin(), analysis.targets.end(), [&](const auto& target) {
+    const dist::Distribution& dist = analysis.inventory.distributions[target.dist];
+    return analysis.venv.layer_of(dist.site_packages) == env::Layer::base;
+  });
+}
+
 }  // namespace
 
 void keep_to_own_layer(const Context& context, Plan& plan) {
@@ -43,7 +55,8 @@ void keep_to_own_layer(const Context& context, Plan& plan) {
     const std::string layer = touched ? verify::layer_label(venv, *touched) : std::string();
     if (layer.empty()) {
       kept.push_back(std::move(action));
-    } else if (layer == "base" && action.kind == ActionKind::install) {
+    } else if (layer == "base" && action.kind == ActionKind::install &&
+               !a_target_is_in_the_base(context)) {
       action.replaces.reset();
       action.reason += fmt::format(
           "; installed into the venv, where it shadows the copy in the base prefix {} (left as "

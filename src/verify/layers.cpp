@@ -1,6 +1,9 @@
 // Which layer a distribution sits in: the environment's own, a venv's base prefix, or the
 // system package manager's.
+#include <algorithm>
+
 #include "steps.hpp"
+#include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
 
 namespace venvfix::verify {
@@ -11,6 +14,12 @@ std::string layer_label(const env::Venv& venv, const dist::Distribution& dist) {
     if (installer != "pip" && installer != "uv" && installer != "venvfix") return "system";
   }
   return venv.layer_of(dist.site_packages) == env::Layer::base ? "base" : "";
+}
+
+bool inside_environment(const env::Venv& venv, const fs::path& path) {
+  if (is_inside(path, venv.root)) return true;
+  return std::any_of(venv.site_packages.begin(), venv.site_packages.end(),
+                     [&](const fs::path& site) { return is_inside(path, site); });
 }
 
 namespace {

@@ -215,7 +215,7 @@ Breakage removal_breaks(const Analysis& analysis, std::size_t removed_dist) {
                                 });
     for (const fs::path& dir : use.resolution.searched) {
       fs::path candidate = (dir / use.soname).lexically_normal();
-      if (replaced || !is_inside(candidate, analysis.venv.root)) continue;
+      if (replaced || !inside_environment(analysis.venv, candidate)) continue;
       replaced = survives(candidate);
     }
     if (replaced) continue;

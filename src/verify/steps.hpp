@@ -51,6 +51,9 @@ void check_stashes(Analysis& analysis, const std::vector<fs::path>& stashes);
 void label_layers(Analysis& analysis);
 
 // Helpers shared by the steps.
+// True for a path inside the environment the loader and Python see: the venv or prefix root,
+// or any of its site-packages (a base prefix's too: include-system-site-packages).
+bool inside_environment(const env::Venv& venv, const fs::path& path);
 // A RECORD path whose file name looks like a shared object ("lib/x.so.9", "_C.cpython-311-….so").
 bool looks_like_shared_object(std::string_view path);
 std::string dist_label(const dist::Distribution& dist);  // "nvidia-cudnn-cu12 9.10.2.21"

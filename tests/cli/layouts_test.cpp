@@ -205,7 +205,10 @@ TEST_F(LayoutsCli, UvShapedVenv) {
 }
 
 // The false "healthy" of issue 14: torch in the base, broken there; the venv itself is empty.
-TEST_F(LayoutsCli, GhostInTheBaseIsFoundAndRepairedInTheVenv) {
+// A copy in the venv cannot repair a torch that sits in the base (its RPATH looks there only):
+// the venv's plan says so and changes nothing; the base, as a prefix, is repaired in place and
+// the venv's tree stays as it was.
+TEST_F(LayoutsCli, GhostInTheBaseIsFoundAndRepairedInTheBase) {
   fs::path scenario = venvfix::testing::make_scenario("base-ghost", m_dir->path());
   const fs::path venv = scenario / "venv", base = scenario / "base";
   if (venvfix::testing::hermetic_available()) {
@@ -217,9 +220,34 @@ TEST_F(LayoutsCli, GhostInTheBaseIsFoundAndRepairedInTheVenv) {
                                               "unresolved-soname libcudnn.so.9"))
       << report.dump(2);
   EXPECT_THAT(report["targets"], ::testing::Contains("torch"));
-  json applied = repair_and_roll_back(venv, base);
+
+  const auto base_before = fingerprint(base), venv_before = fingerprint(venv);
+  CommandResult planned = venvfix(venv, {"--json", "plan"});
+  EXPECT_EQ(planned.exit_code, 3) << planned.out << planned.err;
+  json plan = json::parse(planned.out);
+  EXPECT_TRUE(plan["actions"].empty()) << plan.dump(2);
+  bool named = false;
+  for (const json& entry : plan["unresolved"]) {
+    named |=
+        entry["kind"] == "protected-layer" && entry["layer"] == "base" &&
+        entry["message"].get<std::string>().find("--venv " + base.string()) != std::string::npos;
+  }
+  EXPECT_TRUE(named) << plan.dump(2);
+  EXPECT_EQ(fingerprint(base), base_before);
+
+  // The base is a prefix: repaired in its own layer; the venv's tree does not change.
+  json applied = repair_and_roll_back(base, venv);
   EXPECT_THAT(applied, HasAction("nvidia-cudnn-cu12")) << applied.dump(2);
-  for (const json& action : applied["actions"]) EXPECT_EQ(action["replaces"], nullptr);
+  CommandResult again = venvfix(base, {"--json", "apply", "--yes"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  doctor(venv, 0);
+  if (venvfix::testing::hermetic_available()) {
+    CommandResult imported = import_torch(venv / "bin/python");
+    EXPECT_EQ(imported.exit_code, 0) << imported.err;
+  }
+  auto venv_after = fingerprint(venv);
+  EXPECT_EQ(venv_after, venv_before)
+      << ::testing::PrintToString(fingerprint_diff(venv_before, venv_after));
 }
 
 TEST_F(LayoutsCli, GhostInTheVenvShadowingAHealthyBase) {
