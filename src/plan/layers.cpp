@@ -18,9 +18,14 @@ const dist::Distribution* installed_version(const Context& context, const std::s
 nlohmann::json protected_entry(const Context& context, const dist::Distribution& dist,
                                const std::string& layer, std::string_view what) {
   std::string where =
-      layer == "base" ? fmt::format("it is in the base prefix {}, which a plan never changes",
-                                    context.analysis.venv.base_prefix.string())
-                      : std::string("the system package manager owns it (no pip or uv INSTALLER)");
+      layer == "base"
+          ? fmt::format(
+                "it is in the base prefix {}, which a plan for the venv never changes (a "
+                "copy in the venv does not repair a target in the base: repair the base "
+                "with `venvfix --venv {}`)",
+                context.analysis.venv.base_prefix.string(),
+                context.analysis.venv.base_prefix.string())
+          : std::string("the system package manager owns it (no pip or uv INSTALLER)");
   return {{"kind", "protected-layer"},
           {"dist", dist.normalized_name},
           {"version", dist.version},
