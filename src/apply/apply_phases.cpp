@@ -6,6 +6,7 @@
 #include "venvfix/apply/removal.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/plan/planner.hpp"
+#include "venvfix/verify/analysis.hpp"
 
 namespace venvfix::apply {
 
@@ -23,13 +24,15 @@ bool same_path(const fs::path& a, const fs::path& b) {
 }
 
 // The installed distribution `name` (and `version`, when given and installed; else any).
-std::optional<std::size_t> find_installed(const dist::Inventory& inventory, std::string_view name,
-                                          std::string_view version) {
+// The installed distribution of that name (and version, when given; else any version) in the
+// environment's own layer: apply never changes a base prefix or a system distribution.
+std::optional<std::size_t> find_installed(const env::Venv& venv, const dist::Inventory& inventory,
+                                          std::string_view name, std::string_view version) {
   const std::string normalized = pep::normalize_name(name);
   std::optional<std::size_t> any;
   for (std::size_t i = 0; i < inventory.distributions.size(); ++i) {
     const dist::Distribution& dist = inventory.distributions[i];
-    if (dist.normalized_name != normalized) continue;
+    if (dist.normalized_name != normalized || !verify::layer_label(venv, dist).empty()) continue;
     if (version.empty() || dist.version == version) return i;
     if (!any) any = i;
   }
@@ -102,19 +105,20 @@ Result<Departures> departing_distributions(const env::Venv& venv, const dist::In
   out.replaced.resize(plan.actions.size());
   for (std::size_t i = 0; i < plan.actions.size(); ++i) {
     if (const auto* remove = std::get_if<plan::Remove>(&plan.actions[i])) {
-      out.replaced[i] = find_installed(inventory, remove->dist, remove->version);
+      out.replaced[i] = find_installed(venv, inventory, remove->dist, remove->version);
       if (!out.replaced[i]) {
         return make_error(ExitCode::plan_stale,
-                          "the plan removes {} {}, which is not installed in {}; make a new "
-                          "plan; the venv is unchanged",
+                          "the plan removes {} {}, which is not installed in {} itself (a base "
+                          "prefix or the system's packages are never changed); make a new plan; "
+                          "the venv is unchanged",
                           remove->dist, remove->version, venv.root.string());
       }
     } else {
       const auto& install = *std::get_if<plan::Install>(&plan.actions[i]);
       out.installed.insert(pep::normalize_name(install.dist));
-      out.replaced[i] = install.replaces ? find_installed(inventory, install.replaces->dist,
+      out.replaced[i] = install.replaces ? find_installed(venv, inventory, install.replaces->dist,
                                                           install.replaces->version)
-                                         : find_installed(inventory, install.dist, "");
+                                         : find_installed(venv, inventory, install.dist, "");
     }
     if (out.replaced[i]) out.leaving.insert(*out.replaced[i]);
   }

@@ -71,7 +71,7 @@ void print_status(const guard::GuardStatus& status, std::string_view verb) {
 }
 
 Result<int> run_guard_change(const GlobalOptions& options, std::string_view action) {
-  VENVFIX_TRY_ASSIGN(env::Venv venv, env::open_venv(options.venv));
+  VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   guard::GuardStatus status;
   if (action == "enable") {
     VENVFIX_TRY_ASSIGN(status, guard::enable(venv, this_binary()));

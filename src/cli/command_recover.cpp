@@ -19,7 +19,7 @@ struct RecoverArgs {
 
 Result<int> run_recover(const GlobalOptions& options, const RecoverArgs& args) {
   // Not open_session(): that refuses over an unfinished transaction, which is our job.
-  VENVFIX_TRY_ASSIGN(env::Venv venv, env::open_venv(options.venv));
+  VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   VENVFIX_TRY_ASSIGN(
       txn::VenvLock lock,
       txn::VenvLock::acquire(venv, args.wait ? txn::LockWait::wait : txn::LockWait::fail));

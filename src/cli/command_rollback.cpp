@@ -20,7 +20,7 @@ struct RollbackArgs {
 };
 
 Result<int> run_rollback(const GlobalOptions& options, const RollbackArgs& args) {
-  VENVFIX_TRY_ASSIGN(env::Venv venv, env::open_venv(options.venv));
+  VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   VENVFIX_TRY(txn::require_no_unfinished_transaction(venv));
   VENVFIX_TRY_ASSIGN(
       txn::VenvLock lock,

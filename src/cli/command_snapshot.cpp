@@ -40,7 +40,7 @@ std::string human_bytes(std::uint64_t bytes) {
 
 // The venv, refusing over an unfinished transaction like every other command.
 Result<env::Venv> open_checked(const GlobalOptions& options) {
-  VENVFIX_TRY_ASSIGN(env::Venv venv, env::open_venv(options.venv));
+  VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   VENVFIX_TRY(txn::require_no_unfinished_transaction(venv));
   return venv;
 }

@@ -28,6 +28,17 @@ index::IndexConfig GlobalOptions::index_config() const {
   return config;
 }
 
+Result<env::Venv> open_environment(const GlobalOptions& options) {
+  env::OpenOptions open;
+  if (options.cache_dir) {
+    open.cache_dir = *options.cache_dir;
+  } else if (auto config = index::IndexConfig::from_environment(); !config.cache_dir.empty()) {
+    open.cache_dir = config.cache_dir;
+  }
+  if (options.python) return env::open_python(*options.python, open);
+  return env::open_venv(options.venv, open);
+}
+
 CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -42,7 +53,12 @@ CLI::Validator positive_number() {
 }
 
 void add_global_options(CLI::App& app, GlobalOptions& options) {
-  app.add_option("--venv", options.venv, "The environment (default: $VIRTUAL_ENV, else ./.venv)");
+  auto* venv = app.add_option(
+      "--venv", options.venv,
+      "The environment: a venv or a Python prefix (default: $VIRTUAL_ENV, else ./.venv)");
+  app.add_option("--python", options.python,
+                 "The interpreter whose environment to use (read, not run)")
+      ->excludes(venv);
   app.add_option("--index-url", options.index_url,
                  "PEP 503/691 simple index (default: $VENVFIX_INDEX_URL, $PIP_INDEX_URL, "
                  "$UV_INDEX_URL, else https://pypi.org/simple)");

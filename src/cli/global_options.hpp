@@ -10,12 +10,14 @@
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
+#include "venvfix/env/venv.hpp"
 #include "venvfix/index/config.hpp"
 
 namespace venvfix::cli {
 
 struct GlobalOptions {
   std::optional<fs::path> venv;
+  std::optional<fs::path> python;  // --python: the interpreter whose environment to use
   std::optional<std::string> index_url;
   std::vector<std::string> extra_index_urls;
   std::vector<std::string> find_links;
@@ -40,6 +42,10 @@ struct GlobalOptions {
 // A check for options that take seconds: a number greater than 0, said in one short sentence
 // (CLI::PositiveNumber's message prints the whole range of double).
 CLI::Validator positive_number();
+
+// The environment --venv or --python names (else $VIRTUAL_ENV, else ./.venv); --cache-dir
+// decides where a read-only prefix keeps its state.
+Result<env::Venv> open_environment(const GlobalOptions& options);
 
 // Adds the global options to the top-level app.
 void add_global_options(CLI::App& app, GlobalOptions& options);

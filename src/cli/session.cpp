@@ -7,7 +7,7 @@
 namespace venvfix::cli {
 
 Result<Session> open_session(const GlobalOptions& options) {
-  VENVFIX_TRY_ASSIGN(env::Venv venv, env::open_venv(options.venv));
+  VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   VENVFIX_TRY(txn::require_no_unfinished_transaction(venv));
   fs::path manifest_dir = options.manifest_dir.value_or(manifest::Manifests::default_dir());
   VENVFIX_TRY_ASSIGN(manifest::Manifests manifests, manifest::Manifests::load(manifest_dir));

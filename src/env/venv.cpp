@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "env/layout.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/strings.hpp"
@@ -18,78 +19,9 @@ namespace {
 
 constexpr std::size_t k_max_cfg_bytes = 1u << 20;
 
-fs::path normalised_absolute(const fs::path& path) {
-  std::error_code ec;
-  fs::path absolute = fs::absolute(path, ec);
-  if (ec) absolute = path;
-  absolute = absolute.lexically_normal();
-  if (!absolute.has_filename() && absolute.has_parent_path() && absolute != absolute.root_path()) {
-    absolute = absolute.parent_path();  // "/a/b/" -> "/a/b"
-  }
-  return absolute;
-}
-
-bool is_dir_stat(const fs::path& path, struct stat* out = nullptr) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  if (out != nullptr) *out = st;
-  return true;
-}
-
-// A directory under lib/ or lib64/ that holds a Python's library: "python3.12", "python3.13t",
-// "pypy3.10".
-struct LibDir {
-  std::string name;
-  int major = 0;
-  int minor = 0;
-  bool pypy = false;
-};
-
-std::optional<LibDir> parse_lib_dir_name(std::string_view name) {
-  LibDir dir;
-  dir.name = std::string(name);
-  std::string_view rest = name;
-  if (rest.starts_with("python")) {
-    rest.remove_prefix(6);
-  } else if (rest.starts_with("pypy")) {
-    rest.remove_prefix(4);
-    dir.pypy = true;
-  } else {
-    return std::nullopt;
-  }
-  if (!rest.empty() && rest.back() == 't') rest.remove_suffix(1);  // free-threaded build
-  auto version = parse_python_version(rest);
-  if (!version || version->full.find_first_not_of("0123456789.") != std::string::npos ||
-      std::count(rest.begin(), rest.end(), '.') != 1) {
-    return std::nullopt;
-  }
-  dir.major = version->major;
-  dir.minor = version->minor;
-  return dir;
-}
-
-std::vector<LibDir> find_lib_dirs(const fs::path& root) {
-  std::vector<LibDir> found;
-  for (const char* lib : {"lib", "lib64"}) {
-    std::error_code ec;
-    for (fs::directory_iterator it(root / lib, ec), end; !ec && it != end; it.increment(ec)) {
-      auto parsed = parse_lib_dir_name(it->path().filename().string());
-      if (!parsed || !is_dir_stat(it->path())) continue;
-      bool seen = std::any_of(found.begin(), found.end(),
-                              [&](const LibDir& d) { return d.name == parsed->name; });
-      if (!seen) found.push_back(std::move(*parsed));
-    }
-  }
-  std::sort(found.begin(), found.end(),
-            [](const LibDir& a, const LibDir& b) { return a.name < b.name; });
-  return found;
-}
-
-// Orders candidates for the wanted version: "pythonX.Y" before "pythonX.Yt" before pypy.
-int lib_dir_rank(const LibDir& dir) {
-  if (dir.pypy) return 2;
-  return dir.name.back() == 't' ? 1 : 0;
-}
+using detail::is_dir_stat;
+using detail::lib_dir_rank;
+using detail::LibDir;
 
 Status require_directory(const fs::path& root) {
   struct stat st {};
@@ -202,15 +134,28 @@ Status find_site_packages(Venv& venv) {
   return ok();
 }
 
-}  // namespace
+// include-system-site-packages = true: the base prefix's site-packages follow the venv's own,
+// as site.py adds them. The base is the prefix holding the standard library of the interpreter
+// in `home` (following its symlinks, as CPython's getpath does).
+void add_base_layer(Venv& venv) {
+  if (!venv.include_system_site_packages || venv.home.empty()) return;
+  fs::path home_prefix = detail::normalised_absolute(venv.home).parent_path();
+  fs::path stdlib = detail::find_stdlib(home_prefix, venv.lib_dir_name);
+  venv.base_prefix = stdlib.empty() ? home_prefix : stdlib.parent_path().parent_path();
+  if (stdlib.empty()) {
+    spdlog::warn(
+        "{}: include-system-site-packages is true, but {} holds no lib/{}/os.py: the "
+        "base prefix's site-packages are not read",
+        venv.root.string(), home_prefix.string(), venv.lib_dir_name);
+    return;
+  }
+  detail::add_prefix_site_packages(venv, venv.base_prefix, stdlib, Layer::base);
+}
 
-Result<Venv> open_venv_at(const fs::path& given) {
-  Venv venv;
-  venv.root = normalised_absolute(given);
-  VENVFIX_TRY(require_directory(venv.root));
-  VENVFIX_TRY_ASSIGN(PyvenvCfg cfg, read_pyvenv_cfg(venv.root));
+// The Python version and lib/pythonX.Y directory of a venv, from pyvenv.cfg or the layout.
+Status choose_version(Venv& venv, const PyvenvCfg& cfg) {
   std::optional<PythonVersion> version = configured_version(cfg, venv.root / "pyvenv.cfg");
-  const std::vector<LibDir> lib_dirs = find_lib_dirs(venv.root);
+  const std::vector<LibDir> lib_dirs = detail::find_lib_dirs(venv.root);
   LibDir chosen;
   if (version) {
     VENVFIX_TRY_ASSIGN(chosen, lib_dir_for(lib_dirs, *version, venv.root));
@@ -226,25 +171,44 @@ Result<Venv> open_venv_at(const fs::path& given) {
   } else {
     venv.implementation = chosen.pypy ? "pypy" : "cpython";
   }
+  return ok();
+}
+
+bool has_no_pyvenv_cfg(const fs::path& root) {
+  struct stat st {};
+  return ::lstat((root / "pyvenv.cfg").c_str(), &st) != 0 && errno == ENOENT;
+}
+
+}  // namespace
+
+Result<Venv> open_venv_at(const fs::path& given, const OpenOptions& options) {
+  Venv venv;
+  venv.root = detail::normalised_absolute(given);
+  VENVFIX_TRY(require_directory(venv.root));
+  if (has_no_pyvenv_cfg(venv.root)) return detail::open_prefix_at(venv.root, options);
+  VENVFIX_TRY_ASSIGN(PyvenvCfg cfg, read_pyvenv_cfg(venv.root));
+  VENVFIX_TRY(choose_version(venv, cfg));
   VENVFIX_TRY(find_site_packages(venv));
+  venv.site_layers.assign(venv.site_packages.size(), Layer::own);
   if (auto value = cfg.get("include-system-site-packages")) {
     venv.include_system_site_packages = to_lower_ascii(*value) == "true";
   }
   if (auto home = cfg.get("home")) venv.home = fs::path(*home);
+  add_base_layer(venv);
   return venv;
 }
 
-Result<Venv> open_venv(const std::optional<fs::path>& explicit_path) {
-  if (explicit_path) return open_venv_at(*explicit_path);
+Result<Venv> open_venv(const std::optional<fs::path>& explicit_path, const OpenOptions& options) {
+  if (explicit_path) return open_venv_at(*explicit_path, options);
   if (const char* virtual_env = std::getenv("VIRTUAL_ENV");
       virtual_env != nullptr && *virtual_env != '\0') {
-    auto venv = open_venv_at(virtual_env);
+    auto venv = open_venv_at(virtual_env, options);
     if (!venv) return with_context(std::move(venv).error(), "$VIRTUAL_ENV");
     return venv;
   }
   std::error_code ec;
   fs::path local = fs::current_path(ec) / ".venv";
-  if (!ec && fs::exists(local, ec)) return open_venv_at(local);
+  if (!ec && fs::exists(local, ec)) return open_venv_at(local, options);
   return make_error(ExitCode::usage,
                     "no virtual environment: --venv was not given, $VIRTUAL_ENV is not set and "
                     "{} does not exist",

@@ -85,6 +85,13 @@ struct UnresolvedWriter {
             {"requirements", e.requirements},
             {"message", e.message}};
   }
+  nlohmann::json operator()(const ProtectedLayer& e) const {
+    return {{"kind", "protected-layer"},
+            {"dist", e.dist},
+            {"version", e.version},
+            {"layer", e.layer},
+            {"message", e.message}};
+  }
   nlohmann::json operator()(const KeptCudaMix& e) const {
     nlohmann::json out = {{"kind", "cuda-mix"}, {"dist", e.dist}, {"message", e.message}};
     if (!e.required_by_installed.empty()) out["required_by_installed"] = e.required_by_installed;

@@ -102,6 +102,14 @@ Result<Unresolved> read_unresolved(const nlohmann::json& value, const std::strin
     VENVFIX_TRY_ASSIGN(entry.message, r.string("message"));
     return Unresolved(std::move(entry));
   }
+  if (kind == "protected-layer") {
+    ProtectedLayer entry;
+    VENVFIX_TRY_ASSIGN(entry.dist, r.string("dist"));
+    VENVFIX_TRY_ASSIGN(entry.version, r.string("version"));
+    VENVFIX_TRY_ASSIGN(entry.layer, r.string("layer"));
+    VENVFIX_TRY_ASSIGN(entry.message, r.string("message"));
+    return Unresolved(std::move(entry));
+  }
   // The planner's cuda-mix entry says only why the distribution stays; the finding, with
   // its CUDA majors, is in `findings`.
   if (kind == "cuda-mix" && !r.has("cuda_major")) {

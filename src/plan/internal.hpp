@@ -9,6 +9,7 @@
 //   planner.cpp     make_plan: the passes above until nothing changes
 //   breakage.cpp    what a removal would break, without the index (plan/breakage.hpp)
 //   uninstall.cpp   the plan `venvfix uninstall` applies (plan/uninstall.hpp)
+//   layers.cpp      what a plan may not change: the base prefix, the system's distributions
 #pragma once
 
 #include <cstdint>
@@ -213,5 +214,12 @@ Remove remove_action(const Context& context, const Removal& removal, const Keep&
 std::string first_and_more(const std::set<std::string>& items);
 // The same for paths, a shared library first when there is one.
 std::string first_paths(const std::vector<std::string>& paths);
+
+// layers.cpp: a plan changes only the environment's own layer. A remove action of a
+// distribution in the base prefix or owned by the system is dropped (an `unresolved` entry of
+// kind "protected-layer" says why); an install that replaces a base distribution installs into
+// the venv instead (no `replaces`: the venv shadows the base, as pip does); one that replaces a
+// system distribution is dropped.
+void keep_to_own_layer(const Context& context, Plan& plan);
 
 }  // namespace venvfix::plan::detail

@@ -369,6 +369,7 @@ Result<Plan> make_plan(const verify::Analysis& analysis, const manifest::Manifes
     }
     if (again) continue;
     finish(context, round, plan);
+    keep_to_own_layer(context, plan);
     spdlog::debug("plan: {} round{}, {:.1f} ms in all", attempt + 1, attempt == 0 ? "" : "s",
                   elapsed_ms());
     return plan;

@@ -124,7 +124,7 @@ class Simulation {
       if (!m_after.exists(use.consumer)) continue;  // the consumer itself goes
       std::optional<fs::path> original;
       if (use.resolution.path) original = use.resolution.path->lexically_normal();
-      const bool was_inside = original && is_inside(*original, m_root);
+      const bool was_inside = original && inside(*original);
       const Resolved result = resolve_after(use, original, was_inside);
       if (result.outcome == Outcome::resolved) {
         bind(use.soname, result.path);
@@ -179,7 +179,7 @@ class Simulation {
     }
     for (const fs::path& searched : use.resolution.searched) {
       fs::path dir = searched.lexically_normal();
-      if (is_inside(dir, m_root)) {
+      if (inside(dir)) {
         fs::path candidate = dir / use.soname;
         if (m_after.exists(candidate)) return {Outcome::resolved, candidate};
       } else if (original && !was_inside && original->parent_path() == dir) {
@@ -227,6 +227,15 @@ class Simulation {
       failure.regression = true;
       if (!failure.cause) failure.cause = cause;
     }
+  }
+
+  // Inside the environment: its root or any of its site-packages (a base prefix's too). As
+  // verify's inside_environment, whose header is private to verify.
+  bool inside(const fs::path& path) const {
+    if (is_inside(path, m_root)) return true;
+    const auto& sites = m_analysis.venv.site_packages;
+    return std::any_of(sites.begin(), sites.end(),
+                       [&](const fs::path& site) { return is_inside(path, site); });
   }
 
   void bind(const std::string& soname, const fs::path& path) {

@@ -95,6 +95,7 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   check_layout(analysis, manifests);
   phase("layout");
   check_dist_info(analysis);
+  label_layers(analysis);
   sort_findings(analysis.findings);
   return analysis;
 }

@@ -150,7 +150,7 @@ void check_dist_info(Analysis& analysis) {
 void check_stashes(Analysis& analysis, const std::vector<fs::path>& stashes) {
   for (const fs::path& stash : stashes) {
     // Built with its kind (GCC 12 warns, wrongly, when an empty kind replaces the default).
-    Finding finding{Severity::warning, {}, {}, {}, {analysis.display_path(stash)}, PipStash{}};
+    Finding finding{Severity::warning, {}, {}, {}, {analysis.display_path(stash)}, PipStash{}, {}};
     std::string what = "files";
     if (stash.filename().string().ends_with(".dist-info")) {
       if (auto metadata = stash_metadata(stash)) {

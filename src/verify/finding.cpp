@@ -222,6 +222,7 @@ nlohmann::json to_json(const Finding& finding, SeverityField severity) {
   put(out, "dist", finding.dist);
   put(out, "version", finding.version);
   put(out, "paths", finding.paths);
+  put(out, "layer", finding.layer);
   std::visit(DetailWriter{out}, finding.detail);
   return out;
 }
@@ -241,6 +242,7 @@ Result<Finding> finding_from_json(const nlohmann::json& value, const std::string
   VENVFIX_TRY_ASSIGN(finding.dist, r.string("dist", Presence::optional));
   VENVFIX_TRY_ASSIGN(finding.version, r.string("version", Presence::optional));
   VENVFIX_TRY_ASSIGN(finding.paths, r.strings("paths"));
+  VENVFIX_TRY_ASSIGN(finding.layer, r.string("layer", Presence::optional));
   VENVFIX_TRY_ASSIGN(finding.detail, detail_of(kind, r));
   return finding;
 }

@@ -31,6 +31,8 @@ void check_split_site_packages(Analysis& analysis, const manifest::Manifests& ma
     const dist::Distribution& target_dist = distributions[target.dist];
     std::vector<std::string> elsewhere;
     std::set<std::string> other_dirs;
+    const env::Layer target_layer = analysis.venv.layer_of(target_dist.site_packages);
+    bool same_layer = false;  // a split inside one environment, not across venv and base
     for (std::size_t i = 0; i < distributions.size(); ++i) {
       const dist::Distribution& other = distributions[i];
       if (i == target.dist || !analysis.needed[i]) continue;
@@ -38,11 +40,15 @@ void check_split_site_packages(Analysis& analysis, const manifest::Manifests& ma
       if (!holds_libraries(other, manifests)) continue;
       elsewhere.push_back(other.normalized_name);
       other_dirs.insert(relative_to_root(analysis, other.site_packages));
+      same_layer |= analysis.venv.layer_of(other.site_packages) == target_layer;
     }
     if (elsewhere.empty()) continue;
     Finding finding;
     finding.detail = SplitSitePackages{elsewhere};
-    finding.severity = Severity::problem;
+    // Across a venv and its base prefix the split is what pip makes of every install into such
+    // a venv; whether torch's sys.path preload then finds the libraries is the loading check's
+    // verdict (unresolved-soname), so the split itself is a warning there.
+    finding.severity = same_layer ? Severity::problem : Severity::warning;
     finding.dist = target_dist.normalized_name;
     finding.version = target_dist.version;
     finding.paths.push_back(relative_to_root(analysis, target_dist.site_packages));
@@ -52,6 +58,8 @@ void check_split_site_packages(Analysis& analysis, const manifest::Manifests& ma
         "$ORIGIN-relative RPATH only searches its own site-packages",
         target_dist.normalized_name, finding.paths.front(), elsewhere.size(), join(elsewhere, ", "),
         join(std::vector<std::string>(other_dirs.begin(), other_dirs.end()), ", "));
+    if (!same_layer)
+      finding.message += " (the venv and its base prefix: torch's preload searches both)";
     analysis.findings.push_back(std::move(finding));
   }
 }
@@ -169,7 +177,7 @@ void check_orphans(Analysis& analysis) {
   for (auto& [directory, paths] : by_directory) {
     std::sort(paths.begin(), paths.end());
     // Built with its kind (GCC 12 warns, wrongly, when an empty kind replaces the default).
-    Finding finding{Severity::warning, {}, {}, {}, std::move(paths), OrphanLibrary{}};
+    Finding finding{Severity::warning, {}, {}, {}, std::move(paths), OrphanLibrary{}, {}};
     finding.message =
         fmt::format("{} ELF object{} in {} belong{} to no installed distribution's RECORD",
                     finding.paths.size(), finding.paths.size() == 1 ? "" : "s",
@@ -204,7 +212,7 @@ Breakage removal_breaks(const Analysis& analysis, std::size_t removed_dist) {
                                 });
     for (const fs::path& dir : use.resolution.searched) {
       fs::path candidate = (dir / use.soname).lexically_normal();
-      if (replaced || !is_inside(candidate, analysis.venv.root)) continue;
+      if (replaced || !inside_environment(analysis.venv, candidate)) continue;
       replaced = survives(candidate);
     }
     if (replaced) continue;

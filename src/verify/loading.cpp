@@ -242,14 +242,15 @@ void UseCollector::collect_graph(elf::LoadGraph& graph, std::size_t way,
 bool UseCollector::fails(const elf::Resolution& resolution) const {
   if (!resolution.resolved()) return true;
   fs::path path = resolution.path->lexically_normal();
-  if (is_inside(path, m_analysis.venv.root)) return false;
+  if (inside_environment(m_analysis.venv, path)) return false;
   if (m_manifests.system_provider(resolution.soname)) return false;
   return venv_should_provide(m_analysis, m_manifests, m_record_sonames, resolution.soname);
 }
 
 void UseCollector::observe(const fs::path& consumer, const elf::Resolution& resolution, bool dlopen,
                            std::size_t way) {
-  if (!is_inside(consumer, m_analysis.venv.root)) return;  // the system's own needs are not ours
+  if (!inside_environment(m_analysis.venv, consumer))
+    return;  // the system's own needs are not ours
   UseRecord& record = m_records[{consumer.string(), resolution.soname}];
   record.consumer = consumer;
   record.dlopen = record.dlopen || dlopen;
@@ -427,7 +428,7 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
       continue;
     }
     fs::path path = use.resolution.path->lexically_normal();
-    if (is_inside(path, analysis.venv.root)) {
+    if (inside_environment(analysis.venv, path)) {
       loaded.insert(path);
       for (std::size_t owner : analysis.inventory.owners_of(path)) analysis.needed[owner] = true;
       continue;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "steps.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/elf/elf_file.hpp"
@@ -110,7 +111,8 @@ std::vector<LoadedLibrary> loaded_libraries(const ProbeRun& run, const Analysis&
     for (std::size_t owner : analysis.inventory.owners_of(spelled)) {
       library.dists.push_back(analysis.inventory.distributions[owner].normalized_name);
     }
-    library.inside_venv = is_inside(library.path, root) || is_inside(spelled, analysis.venv.root);
+    library.inside_venv =
+        is_inside(library.path, root) || inside_environment(analysis.venv, spelled);
     if (auto it = versions.find(mapped); it != versions.end()) {
       std::tie(library.version, library.version_symbol) =
           decode_version(library.soname, it->second);

@@ -22,6 +22,7 @@ namespace {
 constexpr const char* k_script = R"PY(import os, sys
 def _venvfix_probe():
     ok, error = True, ""
+    sys.path[0:0] = [d for d in sys.argv[2:] if d not in sys.path]
     try:
         exec(compile(sys.argv[1], "<venvfix-probe>", "exec"), {"__name__": "__venvfix_probe__"})
     except BaseException as e:
@@ -179,8 +180,16 @@ Result<ProbeRun> run_probe(const env::Venv& venv, const ProbeOptions& options) {
   } else {
     run.loader_view = "host (/etc/ld.so.cache)";
   }
-  const std::vector<std::string> argv = {python->string(), "-I", "-B", "-c", k_script,
-                                         options.statement};
+  std::vector<std::string> argv = {python->string(), "-I", "-B", "-c", k_script, options.statement};
+  // A prefix's interpreter may live elsewhere (a `pip install --prefix` tree): its own
+  // site-packages go in front of sys.path, as PYTHONPATH would put them.
+  if (venv.kind == env::EnvKind::prefix) {
+    for (std::size_t i = 0; i < venv.site_packages.size(); ++i) {
+      if (venv.layer_of(venv.site_packages[i]) == env::Layer::own) {
+        argv.push_back(venv.site_packages[i].string());
+      }
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   auto outcome = run_process(argv, process);
   if (!outcome && !process.bind_mounts.empty()) {

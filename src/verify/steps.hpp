@@ -46,7 +46,14 @@ bool dist_info_explains(const dist::Distribution& dist, std::string_view record_
 // layout.cpp's orphan scan passes them on, so that site-packages is walked once).
 void check_stashes(Analysis& analysis, const std::vector<fs::path>& stashes);
 
+// layers.cpp: each finding about a distribution outside the environment's own layer names the
+// layer (Finding::layer) and says so in its message.
+void label_layers(Analysis& analysis);
+
 // Helpers shared by the steps.
+// True for a path inside the environment the loader and Python see: the venv or prefix root,
+// or any of its site-packages (a base prefix's too: include-system-site-packages).
+bool inside_environment(const env::Venv& venv, const fs::path& path);
 // A RECORD path whose file name looks like a shared object ("lib/x.so.9", "_C.cpython-311-….so").
 bool looks_like_shared_object(std::string_view path);
 std::string dist_label(const dist::Distribution& dist);  // "nvidia-cudnn-cu12 9.10.2.21"

@@ -14,7 +14,7 @@ using verify::Severity;
 
 Finding finding(Severity severity, std::string dist, Finding::Detail detail) {
   std::string message = "a sentence about " + (dist.empty() ? std::string("it") : dist);
-  return Finding{severity, std::move(message), std::move(dist), {}, {}, std::move(detail)};
+  return Finding{severity, std::move(message), std::move(dist), {}, {}, std::move(detail), {}};
 }
 
 // One finding of each kind, with every field of its kind set.
@@ -95,7 +95,10 @@ Plan every_kind_plan() {
       ConflictingRequirements{
           "nvidia-cudnn-cu12", {"==9.10.2.21 (required by torch)", "<9.6"}, "they disagree"},
       KeptCudaMix{"nvidia-nccl-cu13", {"cupy"}, "cupy requires it"},
-      KeptCudaMix{"nvidia-nccl-cu13", {}, "a target would break"}};
+      KeptCudaMix{"nvidia-nccl-cu13", {}, "a target would break"},
+      ProtectedLayer{"nvidia-cudnn-cu12", "9.10.2.21", "base", "it is in the base prefix"}};
+  // A finding about a distribution of the base layer carries its layer.
+  plan.findings[0].layer = "base";
   plan.notes = {{"libcuda.so.1 is provided by the driver", DriverLibrary{"libcuda.so.1", {"x.so"}}},
                 {"nvidia-nccl-cu12 stays", KeptForeignCuda{"nvidia-nccl-cu12"}},
                 {"uninstalling a leaves b's requirement unmet", UnmetByUninstall{"a", "b"}}};
@@ -122,7 +125,9 @@ TEST(PlanRoundTrip, EveryKindReadsBackToTheSameBytes) {
   ASSERT_EQ(parsed->actions.size(), std::size_t{4});
   EXPECT_EQ(std::get<Remove>(parsed->actions[0]).rule, "conflicting-cuda");
   EXPECT_EQ(std::get<Install>(parsed->actions[3]).replaces->version, "12.6.0");
-  ASSERT_EQ(parsed->unresolved.size(), std::size_t{5});
+  ASSERT_EQ(parsed->unresolved.size(), std::size_t{6});
+  EXPECT_EQ(std::get<ProtectedLayer>(parsed->unresolved[5]).layer, "base");
+  EXPECT_EQ(parsed->findings[0].layer, "base");
   const auto* system = std::get_if<Finding>(&parsed->unresolved[0]);
   ASSERT_NE(system, nullptr);
   EXPECT_EQ(system->severity, Severity::problem);  // unresolved entries carry none: a problem

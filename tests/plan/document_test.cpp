@@ -57,7 +57,8 @@ TEST(PlanDocument, AFreshInstallWritesReplacesNullAndRoundTrips) {
                          {},
                          {},
                          {},
-                         verify::OrphanLibrary{}};
+                         verify::OrphanLibrary{},
+                         {}};
   plan.findings.push_back(orphan);
   std::string text = to_text(plan);
   EXPECT_NE(text.find("\"replaces\": null"), std::string::npos) << text;

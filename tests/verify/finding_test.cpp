@@ -76,7 +76,7 @@ TEST(FindingJson, RefusalsNameTheContextAndTheFieldWithTheCallersCode) {
 
 TEST(FindingJson, SortPutsProblemsFirstThenKindDistributionSoname) {
   auto make = [](Severity severity, std::string dist, Finding::Detail detail) {
-    return Finding{severity, {}, std::move(dist), {}, {}, std::move(detail)};
+    return Finding{severity, {}, std::move(dist), {}, {}, std::move(detail), {}};
   };
   std::vector<Finding> findings = {
       make(Severity::warning, "a", GhostFiles{}),

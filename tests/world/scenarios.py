@@ -240,6 +240,116 @@ class Maker:
         self.install(d, *SEED_CU13)
         self.pip(d, "uninstall", "-y", "nvidia-cudnn-cu13")
 
+    # --- environments that are not plain venvs (docs/test-world.md "Layouts") ---------------
+    def linked_prefix(self, d: Path, python: str) -> Path:
+        """A prefix at d whose interpreter is a copy of `python`'s executable and whose standard
+        library is symlinks to that python's, except site-packages and dist-packages, which are
+        d's own: CPython finds its landmark (lib/pythonX.Y/os.py) in d, so sys.prefix is d and
+        pip installs into d, never into the machine's Python."""
+        real = Path(os.path.realpath(python))
+        home = real.parent.parent
+        lib = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        (d / "bin").mkdir(parents=True)
+        shutil.copy2(real, d / "bin" / lib)
+        (d / "bin" / "python3").symlink_to(lib)
+        (d / "lib" / lib).mkdir(parents=True)
+        for entry in (home / "lib").glob("libpython*"):  # a shared-libpython build's library
+            (d / "lib" / entry.name).symlink_to(entry)
+        for entry in (home / "lib" / lib).iterdir():
+            if entry.name not in ("site-packages", "dist-packages"):
+                (d / "lib" / lib / entry.name).symlink_to(entry)
+        return d / "bin" / lib
+
+    def outer_pip(self, python: Path, *args: str, extra_env: dict[str, str] | None = None) -> None:
+        env = pip_env()
+        env.update(extra_env or {})
+        cmd = [sys.executable, "-m", "pip", "--python", str(python), *args]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"scenario step failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+
+    def seed_steps(self, python: Path, *extra: str) -> None:
+        """The seed with the pip `python` runs: healthy torch, the CUDA 13 cuDNN over it, then
+        pip's uninstall of it."""
+        self.outer_pip(python, "install", "--index-url", self.index_url(), *extra, HEALTHY_TORCH)
+        self.outer_pip(python, "install", "--index-url", self.index_url(), *extra, *SEED_CU13)
+        self.outer_pip(python, "uninstall", "-y", *extra, "nvidia-cudnn-cu13")
+
+    def make_prefix_seed(self, d: Path) -> None:
+        # `pip install --prefix`: no pyvenv.cfg, no standard library; bin/python3 links to the
+        # real interpreter. PYTHONPATH lets pip see what the earlier steps installed.
+        site = self.site(d)
+        (d / "bin").mkdir(parents=True)
+        (d / "bin" / "python3").symlink_to(os.path.realpath(sys.executable))
+        env = pip_env()
+        env["PYTHONPATH"] = str(site)
+        url = self.index_url()
+        for args in (["install", "--prefix", str(d), "--index-url", url, HEALTHY_TORCH],
+                     ["install", "--prefix", str(d), "--index-url", url, *SEED_CU13],
+                     ["uninstall", "-y", "nvidia-cudnn-cu13"]):
+            r = subprocess.run([sys.executable, "-m", "pip", *args], env=env, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"prefix-seed: pip {' '.join(args)} failed\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+
+    def make_debian_seed(self, d: Path) -> None:
+        # Debian's own python3 (its site.py and sysconfig are patched for dist-packages) as a
+        # linked prefix; its pip installs into local/lib/pythonX.Y/dist-packages (posix_local)
+        # and needs --break-system-packages (EXTERNALLY-MANAGED). An apt-installed package is
+        # copied into lib/python3/dist-packages as apt left it (RECORD, no INSTALLER).
+        debian = Path("/usr/bin") / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        if not debian.is_file():
+            raise RuntimeError(f"debian-seed needs Debian's {debian}")
+        python = self.linked_prefix(d, str(debian))
+        system = d / "lib" / "python3" / "dist-packages"
+        system.mkdir(parents=True)
+        apt = Path("/usr/lib/python3/dist-packages")
+        infos = sorted(apt.glob("blinker-*.dist-info"))
+        if not infos or (infos[0] / "INSTALLER").exists():
+            raise RuntimeError("debian-seed: no apt-installed blinker-*.dist-info in " + str(apt))
+        shutil.copytree(infos[0], system / infos[0].name)
+        shutil.copytree(apt / "blinker", system / "blinker", ignore=shutil.ignore_patterns("__pycache__"))
+        self.seed_steps(python, "--break-system-packages")
+
+    def layered(self, d: Path) -> tuple[Path, Path]:
+        """d/base: a linked prefix of this python; d/venv: `python -m venv --system-site-packages`
+        over it (the venv's home is d/base/bin)."""
+        python = self.linked_prefix(d / "base", sys.executable)
+        run([str(python), "-m", "venv", "--system-site-packages", "--without-pip", str(d / "venv")])
+        return python, d / "venv" / "bin" / "python"
+
+    def make_base_ghost(self, d: Path) -> None:
+        # torch and the NVIDIA wheels in the base, broken there by the seed; the venv is empty.
+        base, _ = self.layered(d)
+        self.seed_steps(base)
+
+    def make_venv_ghost(self, d: Path) -> None:
+        # A healthy base; in the venv layer a second cu12 cuDNN (pip --ignore-installed, as a
+        # user forcing a reinstall does), then the seed there: the venv's ghost shadows the base.
+        base, venv = self.layered(d)
+        self.outer_pip(base, "install", "--index-url", self.index_url(), HEALTHY_TORCH)
+        infos = sorted((d / "base" / "lib" / self.site(d).parent.name / "site-packages").glob("nvidia_cudnn_cu12-*.dist-info"))
+        version = infos[0].name[len("nvidia_cudnn_cu12-"):-len(".dist-info")]
+        self.outer_pip(venv, "install", "--index-url", self.index_url(), "--ignore-installed", "--no-deps",
+                       f"nvidia-cudnn-cu12=={version}")
+        self.outer_pip(venv, "install", "--index-url", self.index_url(), *SEED_CU13)
+        self.outer_pip(venv, "uninstall", "-y", "nvidia-cudnn-cu13")
+
+    def make_uv_seed(self, d: Path) -> None:
+        # The seed as uv leaves it: no pip inside, pyvenv.cfg as uv writes it, INSTALLER "uv"
+        # (its RECORD row updated as uv writes it). pip makes the breakage; the shape is uv's.
+        self.venv(d, with_pip=False)
+        self.seed_steps(d / "bin" / "python")
+        cfg = dict(line.split(" = ", 1) for line in (d / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+        (d / "pyvenv.cfg").write_text(f"home = {cfg['home']}\nimplementation = CPython\nuv = 0.5.11\n"
+                                      f"version_info = {cfg['version']}\ninclude-system-site-packages = false\n")
+        import base64, hashlib
+        digest = base64.urlsafe_b64encode(hashlib.sha256(b"uv\n").digest()).rstrip(b"=").decode()
+        for info in self.site(d).glob("*.dist-info"):
+            (info / "INSTALLER").write_text("uv\n")
+            rows = (info / "RECORD").read_text().splitlines()
+            rows = [f"{info.name}/INSTALLER,sha256={digest},3" if r.startswith(f"{info.name}/INSTALLER,") else r for r in rows]
+            (info / "RECORD").write_text("\n".join(rows) + "\n")
+
     def make_big(self, d: Path) -> None:
         self.derive("healthy", d)
         # --no-compile keeps the file count near a real torch venv's (~30,000, no .pyc twins).
@@ -262,4 +372,22 @@ def make(name: str, world: Path, out: Path) -> None:
         out.rmdir()
     subprocess.run(["cp", "-a", str(t), str(out)], check=True)
     (out / READY).unlink()
+    relocate(t, out)
     relocate_venv(out)
+
+
+def relocate(template: Path, out: Path) -> None:
+    """A layered scenario's venv names its base by absolute path (pyvenv.cfg's home, bin/python):
+    point the copy's venv at the copy's base."""
+    venv = out / "venv"
+    if not (venv / "pyvenv.cfg").is_file() or not (out / "base").is_dir():
+        return
+    # The template was built as .NAME.tmp and renamed: its venv names that path.
+    built = str(template.parent / f".{template.name}.tmp")
+    cfg = venv / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace(built, str(out)))
+    for link in (venv / "bin").iterdir():
+        if link.is_symlink() and os.readlink(link).startswith(built):
+            target = os.readlink(link).replace(built, str(out), 1)
+            link.unlink()
+            link.symlink_to(target)

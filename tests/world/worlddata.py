@@ -66,6 +66,8 @@ STAND_INS = [
     ("triton", "3.7.0", "triton", []),
     ("cuda-bindings", "12.9.4", "cuda.bindings", []),
     ("cuda-bindings", "13.0.3", "cuda.bindings", []),
+    # torch requires setuptools on Python >= 3.12 (the worlds built by pyenv's 3.12 and 3.13).
+    ("setuptools", "80.9.0", "setuptools", []),
 ]
 
 # The scenarios (names are fixed: the C++ tests use them) -> one line for --help.
@@ -80,6 +82,13 @@ SCENARIOS = {
     "split-lib64": "torch in lib64/pythonX.Y/site-packages, NVIDIA wheels in lib/pythonX.Y/site-packages",
     "torch211-cu130": "torch 2.11.0+cu130 with cuda-toolkit[...]==13.0.2 and its other pins",
     "all-nvidia-removed": "healthy, then pip uninstall -y of every nvidia-* distribution",
+    # Environments that are not plain venvs (docs/test-world.md "Layouts"); the layered ones hold
+    # base/ (a prefix) and venv/ (include-system-site-packages = true over it).
+    "prefix-seed": "the seed in a `pip install --prefix` tree whose bin/python3 links to the interpreter",
+    "debian-seed": "the seed in a Debian-style prefix (dist-packages; an apt-made package in lib/python3/dist-packages)",
+    "uv-seed": "the seed in a venv shaped as uv makes it (uv = in pyvenv.cfg, INSTALLER uv, no pip)",
+    "base-ghost": "base/ holds torch and the seed's ghost; venv/ sees it with --system-site-packages",
+    "venv-ghost": "base/ holds a healthy torch; venv/ holds the seed's ghost cu12 cuDNN, shadowing the base's",
     # Variants the manifests do not describe (tests/world/variants.py): torch 2.9.1+cu128 is
     # not in manifests/torch.json; "all"/"none": what the stand-in preloads after import;
     # "norunpath": nvidia-cudnn-cu12 rebuilt without DT_RUNPATH.

@@ -1,5 +1,6 @@
-// The virtual environment venvfix works on, read from pyvenv.cfg and the layout on disk.
-// The venv's interpreter is never run: a venv whose torch is broken, or whose python was built
+// The Python environment venvfix works on: a venv (pyvenv.cfg) or a plain prefix (/usr/local, a
+// pyenv version, a `pip install --prefix` tree), read from the layout and the prefix's own
+// files. The interpreter is never run: a venv whose torch is broken, or whose python was built
 // for another machine, must still be diagnosed.
 #pragma once
 
@@ -23,22 +24,45 @@ struct PythonVersion {
                      // derived from the lib/python3.12 directory name
 };
 
+enum class EnvKind { venv, prefix };
+
+// Which environment a site-packages directory belongs to: the one venvfix was pointed at, or the
+// base prefix a venv with include-system-site-packages = true also sees. A plan never writes
+// into the base unless asked to (--allow-base).
+enum class Layer { own, base };
+std::string_view to_string(Layer layer);  // "own", "base"
+
 struct Venv {
   fs::path root;  // absolute and lexically normalised; symlinks are not resolved
+  EnvKind kind = EnvKind::venv;
   PythonVersion python;
   std::string implementation;  // lowercase: "cpython", "pypy"
-  // Every existing site-packages directory in sys.path order: lib/pythonX.Y/site-packages,
-  // then lib64/pythonX.Y/site-packages when it is a different directory (a lib64 symlink to
-  // lib is one directory, listed once under lib/).
+  // Every existing site-packages directory in sys.path order (docs/inventory.md): for a venv
+  // lib/pythonX.Y/site-packages, then lib64/pythonX.Y/site-packages when it is a different
+  // directory (a lib64 symlink to lib is one directory, listed once under lib/); for a Debian
+  // prefix its dist-packages directories. Then, with include-system-site-packages, the base
+  // prefix's directories (Layer::base in site_layers).
   std::vector<fs::path> site_packages;
-  fs::path purelib;  // lib/pythonX.Y/site-packages (where pip puts pure-Python wheels)
+  // Parallel to site_packages; an index past its end is Layer::own.
+  std::vector<Layer> site_layers;
+  // The directories of site_packages whose distributions a system package manager installed
+  // (Debian's lib/python3/dist-packages, lib/pythonX.Y/dist-packages): a distribution there that
+  // pip or uv did not install is owned by the system and never removed or replaced.
+  std::vector<fs::path> system_site_packages;
+  fs::path purelib;  // where pip puts pure-Python wheels (lib/pythonX.Y/site-packages)
   fs::path platlib;  // lib64/... when it is a distinct existing directory, else purelib
   bool include_system_site_packages = false;
-  fs::path home;  // pyvenv.cfg's "home" (the base interpreter's bin directory); may be empty
+  fs::path home;         // pyvenv.cfg's "home" (the base interpreter's bin directory); may be empty
+  fs::path base_prefix;  // with include-system-site-packages: the prefix above `home`
   // The directory name under lib/ ("python3.12", "python3.13t", "pypy3.10").
   std::string lib_dir_name;
+  // Where locks, journals, snapshots and the hash cache live when not <root>/.venvfix (a prefix
+  // venvfix cannot write: under the cache directory, keyed by the prefix path).
+  fs::path state;
 
-  fs::path state_dir() const { return root / ".venvfix"; }
+  fs::path state_dir() const { return state.empty() ? root / ".venvfix" : state; }
+  Layer layer_of(const fs::path& site) const;
+  bool is_system_site(const fs::path& site) const;
 };
 
 // The key/value pairs of a pyvenv.cfg, parsed as CPython's site.py does: one "key = value" per
@@ -55,14 +79,28 @@ Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view sourc
 // Parses "3.12.3", "3.11.7.final.0", "3.13.0rc1", "3.12": at least major.minor.
 std::optional<PythonVersion> parse_python_version(std::string_view text);
 
-// Opens the venv at `root` (a directory holding pyvenv.cfg). Errors (ExitCode::usage) name the
-// directory or file: not a directory, no pyvenv.cfg, an unreadable or malformed pyvenv.cfg, no
-// way to tell the Python version (neither "version"/"version_info" nor a lib/pythonX.Y dir),
-// no site-packages directory.
-Result<Venv> open_venv_at(const fs::path& root);
+struct OpenOptions {
+  // The cache directory a read-only prefix keeps its state under (<cache>/prefixes/<key>);
+  // empty: $VENVFIX_CACHE_DIR, else $XDG_CACHE_HOME/venvfix, else ~/.cache/venvfix.
+  fs::path cache_dir;
+};
+
+// Opens the environment at `root`: a venv (a directory holding pyvenv.cfg), else a Python
+// prefix (docs/inventory.md). Errors (ExitCode::usage) name the directory or file: not a
+// directory, an unreadable or malformed pyvenv.cfg, no way to tell the Python version (neither
+// "version"/"version_info" nor a lib/pythonX.Y dir), no site-packages directory, a layout not
+// supported yet (said in one sentence).
+Result<Venv> open_venv_at(const fs::path& root, const OpenOptions& options = {});
+
+// The environment of the interpreter at `python` (--python), found without running it: a venv
+// when pyvenv.cfg sits beside it or one directory up (as CPython looks), else the prefix that
+// holds its standard library, found from the real file a chain of symlinks leads to. A script
+// (a pyenv shim) is an ExitCode::usage error that says to name the real interpreter.
+Result<Venv> open_python(const fs::path& python, const OpenOptions& options = {});
 
 // Finds the venv: `explicit_path` (--venv), else $VIRTUAL_ENV, else ./.venv; with none of them
 // an ExitCode::usage error that says what was tried.
-Result<Venv> open_venv(const std::optional<fs::path>& explicit_path);
+Result<Venv> open_venv(const std::optional<fs::path>& explicit_path,
+                       const OpenOptions& options = {});
 
 }  // namespace venvfix::env

@@ -96,7 +96,16 @@ struct KeptCudaMix {
   std::vector<std::string> required_by_installed;
   std::string message;
 };
-using Unresolved = std::variant<verify::Finding, Placeholder, ConflictingRequirements, KeptCudaMix>;
+// "protected-layer": an action left out because it would change a layer a plan never changes
+// (the base prefix of a --system-site-packages venv, or packages the system owns).
+struct ProtectedLayer {
+  std::string dist;
+  std::string version;
+  std::string layer;  // "base" or "system"
+  std::string message;
+};
+using Unresolved = std::variant<verify::Finding, Placeholder, ConflictingRequirements, KeptCudaMix,
+                                ProtectedLayer>;
 
 const std::string& message_of(const Unresolved& entry);
 const std::string& dist_of(const Unresolved& entry);  // "" for a finding without one

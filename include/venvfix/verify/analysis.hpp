@@ -74,6 +74,12 @@ struct Analysis {
   std::string display_path(const fs::path& path) const;
 };
 
+// Where a distribution sits, as findings and plans name it: "" for the environment's own
+// layer, "base" for the base prefix a venv with include-system-site-packages sees, "system" for
+// one a system package manager installed (in a system dist-packages directory, with an
+// INSTALLER other than pip, uv or venvfix): never removed or replaced by a plan.
+std::string layer_label(const env::Venv& venv, const dist::Distribution& dist);
+
 Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
                          const elf::SystemView& system, const Options& options);
 

@@ -103,6 +103,9 @@ struct Finding {
   std::string version;
   std::vector<std::string> paths;
   Detail detail;
+  // Where `dist` sits when it is not the environment's own layer ("base", "system";
+  // verify::layer_label); "" for the venv's own.
+  std::string layer;
 
   FindingKind kind() const { return static_cast<FindingKind>(detail.index()); }
   // The kind's fields, or nullptr for another kind.
