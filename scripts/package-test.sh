@@ -31,7 +31,7 @@ echo "$deb"
 step "what the package holds"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for lib in libcurl libarchive libssl libelf libdeflate libc6 libstdc++6; do
+for lib in libcurl libarchive libssl libelf libdeflate libisal libc6 libstdc++6; do
   [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib (dpkg-shlibdeps did not run?): $depends"
 done
 contents=$(dpkg-deb -c "$deb")

@@ -16,6 +16,9 @@ packages=(
   # (nginx), and integrations/ansible/tests/sanity.sh (ansible-test sanity's tools, offline)
   ansible openssh-server openssh-client nginx
   pylint yamllint python3-voluptuous pycodestyle
+  # scripts/package-test.sh: the .deb's Depends (dpkg-shlibdeps) and a clean Debian 12 root;
+  # the guard's shell-hook test runs bash on a pty with script(1) (util-linux)
+  dpkg-dev debootstrap util-linux
 )
 
 missing=()
