@@ -91,7 +91,8 @@ Plan every_kind_plan() {
   Finding system = plan.findings[4];
   system.severity = Severity::problem;
   plan.unresolved = {
-      system, Placeholder{"nvidia-cublas-cu13", "nvidia-cublas", "a placeholder"},
+      system,
+      Placeholder{"nvidia-cublas-cu13", "nvidia-cublas", "a placeholder"},
       ConflictingRequirements{
           "nvidia-cudnn-cu12", {"==9.10.2.21 (required by torch)", "<9.6"}, "they disagree"},
       KeptCudaMix{"nvidia-nccl-cu13", {"cupy"}, "cupy requires it"},
