@@ -273,7 +273,10 @@ class Unpacker {
     const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
     const std::uintptr_t first = (begin + page - 1) / page * page;
     const std::uintptr_t last = (begin + bytes.size()) / page * page;
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    if (last <= first) return;
+    // The page-aligned address as an offset into `bytes` (no integer-to-pointer cast).
+    auto* start = const_cast<std::byte*>(bytes.data()) + (first - begin);
+    ::madvise(start, last - first, MADV_DONTNEED);
   }
 
   std::span<const std::byte> packed_bytes(std::size_t i) const {
