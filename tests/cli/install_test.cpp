@@ -91,7 +91,8 @@ TEST_F(Install, BashCompletesCommandsSubcommandsOptionsAndValues) {
   ASSERT_EQ(completed.exit_code, 0) << completed.err;
   const auto lines = split(completed.out, '\n');
   ASSERT_GE(lines.size(), 6U) << completed.out;
-  EXPECT_EQ(lines[0], "doctor why plan snapshot rollback recover run apply uninstall");
+  EXPECT_EQ(lines[0],
+            "doctor why plan snapshot rollback recover run apply uninstall guard shell-hook");
   EXPECT_EQ(lines[1], "create list show diff delete prune");
   EXPECT_EQ(lines[2], "--snapshot");
   EXPECT_EQ(lines[3], "hardlink copy");
