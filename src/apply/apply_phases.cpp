@@ -85,10 +85,15 @@ Result<verify::Analysis> check_plan_current(const env::Venv& venv, const plan::P
                      verify::analyze(venv, manifests, system, analysis_options));
   const std::string state = plan::state_digest(before);
   if (state != plan.state) {
+    // A plan of an older venvfix carries no per-distribution state: only the digests differ.
+    const std::string what =
+        plan.state_dists.empty()
+            ? fmt::format("plan state {}, now {}", plan.state.substr(0, 12), state.substr(0, 12))
+            : plan::describe_drift(plan.state_dists, plan::state_by_distribution(before));
     return make_error(ExitCode::plan_stale,
-                      "the plan was made for {} in another state (plan state {}, now {}): "
-                      "the venv changed since planning; make a new plan; the venv is unchanged",
-                      plan.venv, plan.state.substr(0, 12), state.substr(0, 12));
+                      "{} is not in the state the plan was made from ({}): the venv changed "
+                      "since planning; make a new plan; the venv is unchanged",
+                      venv.root.string(), what);
   }
   if (!same_path(plan.venv, venv.root)) {
     // The state digest holds no absolute path: an identical venv elsewhere (another machine, a
@@ -131,6 +136,7 @@ Result<FetchedAndStaged> stage_plan(const env::Venv& venv, const plan::Plan& pla
                                     const ApplyOptions& options) {
   StageOptions stage_options;
   stage_options.threads = options.stage_threads;
+  stage_options.sources = options.sources;
   if (options.unpacked_cache && !downloader.config().cache_dir.empty()) {
     stage_options.unpacked_cache = downloader.config().cache_dir / "unpacked";
     stage_options.link_mode = options.link_mode;

@@ -111,9 +111,9 @@ Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, con
                      std::move(result).value()};
 }
 
-// The plan's install actions as download requests, their file names checked first (a usage
-// error costs no download).
-Status check_file_names(const plan::Plan& plan) {
+}  // namespace
+
+Status check_wheel_file_names(const plan::Plan& plan) {
   std::set<std::string> seen;
   for (const plan::Action& planned : plan.actions) {
     const auto* action = std::get_if<plan::Install>(&planned);
@@ -132,15 +132,18 @@ Status check_file_names(const plan::Plan& plan) {
   return ok();
 }
 
-fetch::DownloadRequest request_for(const plan::Install& action) {
+fetch::DownloadRequest download_request(const plan::Install& action, const WheelSources& sources) {
   fetch::DownloadRequest request;
-  request.url = action.url;
+  const auto source = sources.find(action.file);
+  request.url = source != sources.end() ? source->second : action.url;
   // The plan's hash is the contract: never download without one (parse_plan requires it).
   request.sha256_hex = action.sha256;
   if (action.size != 0) request.size = action.size;
   request.display_name = action.file;
   return request;
 }
+
+namespace {
 
 // One fetch_and_stage call: the downloads (job 0 of the pool) feed a queue of wheels in the
 // cache; each other job takes the next wheel from it and stages it, so downloading, inflating,
@@ -214,7 +217,7 @@ class Pipeline {
     std::vector<std::size_t> wheel_of;  // requests[k] is wheel wheel_of[k]
     for (std::size_t i = 0; i < m_actions.size(); ++i) {
       if (m_unpacked[i]) continue;
-      requests.push_back(request_for(action(i)));
+      requests.push_back(download_request(action(i), m_options.sources));
       wheel_of.push_back(i);
     }
     std::optional<Error> mismatch;
@@ -315,7 +318,7 @@ Result<FetchedAndStaged> fetch_and_stage(
     const env::Venv& venv, const plan::Plan& plan, fetch::Downloader& downloader,
     const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,
     const StageOptions& options) {
-  VENVFIX_TRY(check_file_names(plan));
+  VENVFIX_TRY(check_wheel_file_names(plan));
   Pipeline pipeline(venv, plan, staging, requested, options);
   return pipeline.run(downloader);
 }

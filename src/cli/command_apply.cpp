@@ -11,6 +11,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/apply.hpp"
+#include "venvfix/apply/wheelhouse.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/index/client.hpp"
 #include "venvfix/plan/planner.hpp"
@@ -30,18 +31,6 @@ struct ApplyArgs {
   int load_timeout = 60;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
 };
-
-Result<plan::Plan> read_plan(const std::string& file) {
-  std::string text;
-  if (file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    auto read = read_file(file, 64u << 20);
-    if (!read) return make_error(ExitCode::usage, "cannot read the plan: {}", read.error().message);
-    text = std::move(read).value();
-  }
-  return plan::parse_plan(text, file == "-" ? "standard input" : file);
-}
 
 void print_plan(const plan::Plan& plan, std::ostream& out) {
   out << "plan for " << plan.venv << ":\n";
@@ -80,7 +69,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
                         "names its own targets",
                         *args.plan_file);
     }
-    VENVFIX_TRY_ASSIGN(plan, read_plan(*args.plan_file));
+    VENVFIX_TRY_ASSIGN(plan, read_plan_file(*args.plan_file));
   } else {
     verify::Options analysis_options;
     analysis_options.targets = args.targets;
@@ -102,6 +91,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
   apply_options.probe = transaction_probe(options, args.probe);
   apply_options.load_timeout_s = args.load_timeout;
   apply_options.link_mode = args.link_mode;
+  VENVFIX_TRY_ASSIGN(apply_options.sources, apply::find_links_sources(plan, index));
   apply_options.reason =
       args.plan_file ? "apply " + fs::path(*args.plan_file).filename().string() : "apply";
   VENVFIX_TRY_ASSIGN(apply::ApplyReport report,

@@ -126,6 +126,7 @@ int run(int argc, char** argv) {
   add_recover_command(app, context);
   add_run_command(app, context);
   add_apply_command(app, context);
+  add_fetch_command(app, context);
   add_uninstall_command(app, context);
   add_guard_command(app, context);
   add_load_check_command(app, context);

@@ -1,10 +1,25 @@
 #include "cli/session.hpp"
 
 #include <cstdlib>
+#include <iostream>
+#include <iterator>
 
+#include "venvfix/base/fs.hpp"
 #include "venvfix/txn/lock.hpp"
 
 namespace venvfix::cli {
+
+Result<plan::Plan> read_plan_file(const std::string& file) {
+  std::string text;
+  if (file == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    auto read = read_file(file, 64u << 20);
+    if (!read) return make_error(ExitCode::usage, "cannot read the plan: {}", read.error().message);
+    text = std::move(read).value();
+  }
+  return plan::parse_plan(text, file == "-" ? "standard input" : file);
+}
 
 Result<Session> open_session(const GlobalOptions& options) {
   VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));

@@ -11,6 +11,7 @@
 #include "venvfix/elf/resolver.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/manifest/manifests.hpp"
+#include "venvfix/plan/document.hpp"
 #include "venvfix/verify/probe.hpp"
 
 namespace venvfix::cli {
@@ -22,6 +23,9 @@ struct Session {
 };
 
 Result<Session> open_session(const GlobalOptions& options);
+
+// A plan document from a file (`-`: standard input); unreadable or invalid: ExitCode::usage.
+Result<plan::Plan> read_plan_file(const std::string& file);
 
 // The probe's loader view from the global options (the same --ld-cache and
 // --use-ld-library-path the static analysis resolves with); statement and timeout unset.

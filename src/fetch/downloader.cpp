@@ -154,7 +154,7 @@ class DownloadBatch {
                           "cannot download {}: only http, https and file URLs work",
                           redact_url(request.url));
       }
-      if (m_config.offline) {
+      if (blocked_offline(m_config, request.url)) {
         missing.push_back(fmt::format("{} ({})", default_name(request), redact_url(request.url)));
         continue;
       }
@@ -275,7 +275,7 @@ Result<TextResponse> Downloader::get(const std::string& url,
     return make_error(ExitCode::usage, "cannot fetch {}: only http, https and file URLs work",
                       redact_url(url));
   }
-  if (m_impl->config.offline) {
+  if (blocked_offline(m_impl->config, url)) {
     return make_error(ExitCode::network, "offline: not fetching {}", redact_url(url));
   }
   return http_get(url, join(accept_headers, ", "), {}, max_bytes);

@@ -69,7 +69,7 @@ Result<TextResponse> Downloader::get_page(const std::string& url,
   const std::string accept = join(accept_headers, ", ");
   std::optional<CachedPage> entry = cache.find(url, accept);
   const std::int64_t now = unix_now();
-  if (settings.offline) {
+  if (blocked_offline(settings, url)) {
     if (entry) {
       spdlog::debug("offline: {} from the page cache (stored {} s ago)", redact_url(url),
                     now - entry->stored_at);

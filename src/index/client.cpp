@@ -66,6 +66,31 @@ void propagate_credentials(ProjectPage& page, const std::string& request_url) {
 
 }  // namespace
 
+IndexConfig with_find_links_reachable(IndexConfig config) {
+  for (const std::string& location : config.find_links) {
+    const std::string url = location_url(location);
+    if (!is_http_url(url)) continue;
+    // The page's directory: the wheels a wheelhouse page links lie beside it.
+    const std::string plain = url.substr(0, url.find_first_of("?#"));
+    const std::size_t slash = plain.rfind('/');
+    std::string prefix = slash == std::string::npos ? plain : plain.substr(0, slash + 1);
+    if (std::find(config.reachable_offline.begin(), config.reachable_offline.end(), prefix) ==
+        config.reachable_offline.end()) {
+      config.reachable_offline.push_back(std::move(prefix));
+    }
+  }
+  return config;
+}
+
+Result<std::vector<IndexFile>> IndexClient::find_links_listing() {
+  std::vector<IndexFile> all;
+  for (const std::string& location : m_config.find_links) {
+    VENVFIX_TRY_ASSIGN(std::vector<IndexFile> files, find_links_files(location));
+    all.insert(all.end(), files.begin(), files.end());
+  }
+  return all;
+}
+
 bool file_belongs_to(std::string_view filename, std::string_view project) {
   // Wheels escape '-' in the name as '_', so the name ends at the first '-'. Sdists
   // ("my-name-1.0.tar.gz") may keep '-' in the name: it ends at a '-' before a digit.
@@ -82,12 +107,12 @@ bool file_belongs_to(std::string_view filename, std::string_view project) {
 }
 
 IndexClient::IndexClient(IndexConfig config)
-    : m_config(std::move(config)),
+    : m_config(with_find_links_reachable(std::move(config))),
       m_owned_downloader(std::make_unique<fetch::Downloader>(m_config)),
       m_downloader(m_owned_downloader.get()) {}
 
 IndexClient::IndexClient(IndexConfig config, fetch::Downloader& downloader)
-    : m_config(std::move(config)), m_downloader(&downloader) {}
+    : m_config(with_find_links_reachable(std::move(config))), m_downloader(&downloader) {}
 
 IndexClient::~IndexClient() = default;
 
@@ -177,7 +202,7 @@ Result<std::vector<IndexFile>> IndexClient::find_links_files(const std::string& 
     }
   } else if (is_http_url(url)) {
     Result<fetch::TextResponse> fetched = m_downloader->get_page(url, {"text/html"});
-    if (!fetched && m_config.offline) {
+    if (!fetched && fetch::blocked_offline(m_config, url)) {
       spdlog::info("offline, and the find-links page {} is not in the page cache",
                    display_url(url));
       return files;

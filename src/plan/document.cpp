@@ -140,6 +140,17 @@ ordered_json document_of(const Plan& plan) {
   out["platform"] = plan.platform;
   out["targets"] = plan.targets;
   out["state"] = plan.state;
+  if (!plan.state_dists.empty()) {
+    ordered_json dists = ordered_json::array();
+    for (const DistState& state : plan.state_dists) {
+      ordered_json entry;
+      entry["dist"] = state.dist;
+      entry["version"] = state.version;
+      entry["digest"] = state.digest;
+      dists.push_back(std::move(entry));
+    }
+    out["state_dists"] = std::move(dists);
+  }
   ordered_json findings = ordered_json::array();
   for (const verify::Finding& finding : plan.findings) {
     findings.push_back(ordered_json(verify::to_json(finding)));

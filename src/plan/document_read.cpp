@@ -168,6 +168,16 @@ Result<std::vector<T>> read_list(const JsonFields& r, std::string_view key, Pres
   return out;
 }
 
+Result<DistState> read_dist_state(const nlohmann::json& value, const std::string& where,
+                                  std::string_view source) {
+  const JsonFields r = fields(value, source, where);
+  DistState state;
+  VENVFIX_TRY_ASSIGN(state.dist, r.string("dist"));
+  VENVFIX_TRY_ASSIGN(state.version, r.string("version"));
+  VENVFIX_TRY_ASSIGN(state.digest, r.string("digest"));
+  return state;
+}
+
 Result<verify::Finding> read_finding(const nlohmann::json& value, const std::string& where,
                                      std::string_view source) {
   return verify::finding_from_json(value, context_of(source, where), ExitCode::usage);
@@ -203,6 +213,9 @@ Result<Plan> parse_plan(std::string_view text, std::string_view source_name) {
   VENVFIX_TRY_ASSIGN(plan.platform, r.string("platform", Presence::optional));
   VENVFIX_TRY_ASSIGN(plan.targets, r.strings("targets"));
   VENVFIX_TRY_ASSIGN(plan.state, r.string("state"));
+  VENVFIX_TRY_ASSIGN(plan.state_dists,
+                     read_list<DistState>(r, "state_dists", Presence::optional, "state_dists entry",
+                                          source_name, read_dist_state));
   VENVFIX_TRY_ASSIGN(plan.findings,
                      read_list<verify::Finding>(r, "findings", Presence::optional, "finding",
                                                 source_name, read_finding));

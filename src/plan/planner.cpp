@@ -120,6 +120,7 @@ Plan start_plan(const verify::Analysis& analysis) {
   plan.platform = platforms.empty() ? std::string() : platforms.front();
   plan.targets = analysis.target_list();
   plan.state = state_digest(analysis);
+  plan.state_dists = state_by_distribution(analysis);
   // Exactly what `doctor --json` reports for this venv, warnings included, in its order.
   plan.findings = analysis.findings;
   for (const verify::Finding& note : analysis.notes) {

@@ -92,7 +92,7 @@ TEST_F(Install, BashCompletesCommandsSubcommandsOptionsAndValues) {
   const auto lines = split(completed.out, '\n');
   ASSERT_GE(lines.size(), 6U) << completed.out;
   EXPECT_EQ(lines[0],
-            "doctor why plan snapshot rollback recover run apply uninstall guard shell-hook");
+            "doctor why plan snapshot rollback recover run apply fetch uninstall guard shell-hook");
   EXPECT_EQ(lines[1], "create list show diff delete prune");
   EXPECT_EQ(lines[2], "--snapshot");
   EXPECT_EQ(lines[3], "hardlink copy");

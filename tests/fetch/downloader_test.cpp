@@ -331,6 +331,41 @@ TEST_F(FetchDownloader, OfflineUsesOnlyTheCacheAndNamesWhatIsMissing) {
   EXPECT_TRUE((*cached)[0].from_cache && (*cached)[1].from_cache);  // by hash and by URL
 }
 
+// Offline still reaches the find-links locations the user named (a fleet's wheelhouse): a URL
+// under a reachable prefix is downloaded, any other is refused as before.
+TEST_F(FetchDownloader, OfflineReachesOnlyTheNamedWheelhouse) {
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin"}};
+  FetchConfig offline = config();
+  offline.offline = true;
+  offline.reachable_offline = {plain().url("/many/")};
+  const std::size_t requested_before = logged_requests("/files/small.bin").size();
+  auto refused = Downloader(offline).download_all(requests);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("not in the cache"), std::string::npos);
+  EXPECT_EQ(logged_requests("/files/small.bin").size(), requested_before);
+
+  offline.reachable_offline = {plain().url("/files/")};
+  auto fetched = Downloader(offline).download_all(requests);
+  ASSERT_TRUE(fetched) << fetched.error().message;
+  EXPECT_FALSE((*fetched)[0].from_cache);
+  EXPECT_EQ((*fetched)[0].sha256_hex, small_hash);
+}
+
+TEST(FetchOffline, APrefixCoversAUrlWhateverItsCredentials) {
+  FetchConfig c;
+  EXPECT_FALSE(blocked_offline(c, "https://pypi.org/simple/torch/"));  // online: nothing blocked
+  c.offline = true;
+  c.reachable_offline = {"http://127.0.0.1:8080/wheels/"};
+  EXPECT_TRUE(blocked_offline(c, "https://pypi.org/simple/torch/"));
+  EXPECT_FALSE(blocked_offline(c, "http://127.0.0.1:8080/wheels/a-1.0-py3-none-any.whl"));
+  EXPECT_FALSE(blocked_offline(c, "http://user:pw@127.0.0.1:8080/wheels/index.html"));
+  EXPECT_TRUE(blocked_offline(c, "http://127.0.0.1:8080/other/a.whl"));
+  EXPECT_TRUE(blocked_offline(c, "http://127.0.0.1:80800/wheels/a.whl"));
+  c.reachable_offline = {"http://token@127.0.0.1:8080/wheels/"};
+  EXPECT_FALSE(blocked_offline(c, "http://127.0.0.1:8080/wheels/a.whl"));
+}
+
 TEST_F(FetchDownloader, DamagedCacheEntryIsDownloadedAgain) {
   std::vector<DownloadRequest> requests = {
       {plain().url("/files/small.bin"), small_hash, std::nullopt, ""}};

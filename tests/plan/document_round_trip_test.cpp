@@ -65,6 +65,8 @@ Plan every_kind_plan() {
   plan.platform = "manylinux_2_36_x86_64";
   plan.targets = {"torch"};
   plan.state = std::string(64, 'c');
+  plan.state_dists = {{"nvidia-cudnn-cu12", "9.10.2.21", std::string(16, 'e')},
+                      {"torch", "2.8.0", std::string(16, 'f')}};
   plan.findings = every_finding();
   Install install;
   install.dist = "nvidia-cudnn-cu12";
@@ -139,6 +141,7 @@ TEST(PlanRoundTrip, EveryKindReadsBackToTheSameBytes) {
   ASSERT_EQ(parsed->notes.size(), std::size_t{3});
   EXPECT_EQ(std::get<DriverLibrary>(parsed->notes[0].about).soname, "libcuda.so.1");
   EXPECT_EQ(std::get<UnmetByUninstall>(parsed->notes[2].about).required_by, "b");
+  EXPECT_EQ(parsed->state_dists, plan.state_dists);
 }
 
 TEST(PlanRoundTrip, TheDocumentSpellsTheContractsFields) {
@@ -195,6 +198,8 @@ TEST(PlanRoundTrip, RefusesBadEntriesNamingTheEntryAndTheField) {
        "note 1: \"soname\" is missing"},
       {with_entry("notes", R"({"kind":"gossip","message":"m"})"), "\"kind\" is \"gossip\""},
       {with_entry("notes", R"({"kind":"kept-foreign-cuda","dist":"a"})"), "\"message\" is missing"},
+      {with_entry("state_dists", R"({"dist":"a","version":"1"})"),
+       "state_dists entry 1: \"digest\" is missing"},
   };
   for (const Case& c : cases) {
     auto parsed = parse_plan(c.text, "broken.json");

@@ -23,6 +23,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "venvfix/apply/load_check.hpp"
+#include "venvfix/apply/stage.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/elf/system_view.hpp"
 #include "venvfix/env/venv.hpp"
@@ -54,6 +55,8 @@ struct ApplyOptions {
   // of the same wheel (wheel/unpacked_cache.hpp).
   bool unpacked_cache = true;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;  // --link-mode
+  // Wheels fetched from elsewhere than the plan's URLs (find-links: a fleet's wheelhouse).
+  WheelSources sources;
   // The probe (verify/probe.hpp) as the last verification step: the venv's own `import torch`
   // must work and map nothing the static rules forbid. nullopt: none (--no-probe; the default
   // of the library, the CLI sets it). Skipped when the interpreter cannot run on this host or

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct StagedWheel {
   wheel::InstallResult install;  // files relative to the venv root (and the staging dir)
 };
 
+// Where to fetch a plan's wheels instead of the URLs the plan names: wheel file name → URL
+// (a fleet's wheelhouse, from --find-links). The plan's sha256 and size still decide.
+using WheelSources = std::map<std::string, std::string>;
+
 struct StageOptions {
   int threads = 2;                 // wheels unpacked at once
   std::optional<mode_t> umask;     // default: the process's (as pip)
@@ -49,6 +54,7 @@ struct StageOptions {
   // kept there. Unset: no such cache.
   std::optional<fs::path> unpacked_cache;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
+  WheelSources sources;
 };
 
 struct FetchedAndStaged {
@@ -58,20 +64,28 @@ struct FetchedAndStaged {
   double stage_tail_s = 0;            // staging still running after that
 };
 
-// Downloads the wheel of every install action of `plan` (the plan's sha256 and size always
-// checked) and stages each as soon as it is in the cache (Downloader::download_each),
-// `options.threads` at a time, while the others still download. Staging reads the wheel (every
-// member checked against its RECORD, hostile members refused) and installs it into `staging`,
-// laid out like the venv root, exactly as `pip install --no-deps` lays it out, with INSTALLER
-// `venvfix`. A wheel whose sha256 has an intact entry in `options.unpacked_cache` is not
-// downloaded: it is staged from that entry (`fetched[i].from_cache` is true). `requested(action
-// index)` says whether to write REQUESTED (may be empty: never).
-// Errors: a download failure, a hash or size mismatch, offline without the file in the cache:
-// ExitCode::network, naming the URL or file. A plan naming a file that is not a .whl name or the
-// same file twice, or a wheel whose name or version differs from its action's, or a hostile
-// wheel: ExitCode::usage. Two wheels that would write the same path: an error naming the path.
-// A staging failure stops the downloads. The venv is never written; after a failure `staging`
+// Downloads the wheel of every install action of `plan` (from `options.sources` where it names
+// the file, else from the action's URL; the plan's sha256 and size always checked) and stages each
+// as soon as it is in the cache (Downloader::download_each), `options.threads` at a time, while the
+// others still download. Staging reads the wheel (every member checked against its RECORD, hostile
+// members refused) and installs it into `staging`, laid out like the venv root, exactly as `pip
+// install --no-deps` lays it out, with INSTALLER `venvfix`. A wheel whose sha256 has an intact
+// entry in `options.unpacked_cache` is not downloaded: it is staged from that entry
+// (`fetched[i].from_cache` is true). `requested(action index)` says whether to write REQUESTED (may
+// be empty: never). Errors: a download failure, a hash or size mismatch, offline without the file
+// in the cache: ExitCode::network, naming the URL or file. A plan naming a file that is not a .whl
+// name or the same file twice, or a wheel whose name or version differs from its action's, or a
+// hostile wheel: ExitCode::usage. Two wheels that would write the same path: an error naming the
+// path. A staging failure stops the downloads. The venv is never written; after a failure `staging`
 // may hold other wheels' files: the caller discards it.
+// The wheel of an install action as a download request: the plan's hash and size, fetched
+// from `sources` where it names the file, else from the plan's URL.
+fetch::DownloadRequest download_request(const plan::Install& action, const WheelSources& sources);
+
+// Refuses (ExitCode::usage) a plan whose install actions name a file that is not a plain
+// `.whl` file name, or one wheel twice: checked before anything is downloaded.
+Status check_wheel_file_names(const plan::Plan& plan);
+
 Result<FetchedAndStaged> fetch_and_stage(
     const env::Venv& venv, const plan::Plan& plan, fetch::Downloader& downloader,
     const fs::path& staging, const std::function<wheel::Requested(std::size_t)>& requested,

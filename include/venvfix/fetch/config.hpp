@@ -5,6 +5,9 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace venvfix::fetch {
 
@@ -26,6 +29,14 @@ struct FetchConfig {
   double retry_base_delay_seconds = 0.5;  // back-off: base·2^attempt, with jitter
   double max_retry_delay_seconds = 30;    // also caps Retry-After
   ProgressMode progress = ProgressMode::automatic;
+  // http(s) URL prefixes that `offline` still reaches: the find-links locations the user named
+  // (a wheelhouse on the fleet's own web server), as pip's `--no-index --find-links URL`. A
+  // request is reachable when its URL, without user-info, starts with one of them.
+  std::vector<std::string> reachable_offline;
 };
+
+// Whether `offline` forbids fetching `url` (an http(s) URL): offline, and no
+// `reachable_offline` prefix covers it.
+bool blocked_offline(const FetchConfig& config, std::string_view url);
 
 }  // namespace venvfix::fetch

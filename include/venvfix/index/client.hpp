@@ -44,6 +44,10 @@ class IndexClient {
   // downloads the wheel and reads METADATA from it.
   Result<std::string> core_metadata(const IndexFile& file);
 
+  // Every file the find-links locations list, in their order (a location listed once per
+  // client). Errors as for project().
+  Result<std::vector<IndexFile>> find_links_listing();
+
   const IndexConfig& config() const { return m_config; }
   fetch::Downloader& downloader() { return *m_downloader; }
 
@@ -60,6 +64,12 @@ class IndexClient {
   fetch::Downloader* m_downloader;
   std::map<std::string, std::vector<IndexFile>> m_find_links_cache;
 };
+
+// `config` with the directory of each http(s) find-links location added to
+// FetchConfig::reachable_offline: `--offline` reads no index, but the find-links the user named
+// (a fleet's wheelhouse) stay reachable, as pip's `--no-index --find-links URL`. The clients
+// apply it to their configuration themselves.
+IndexConfig with_find_links_reachable(IndexConfig config);
 
 // Whether `filename` (a wheel or sdist name) belongs to the normalised project `project`.
 bool file_belongs_to(std::string_view filename, std::string_view project);

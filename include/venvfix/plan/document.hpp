@@ -130,12 +130,22 @@ struct Note {
   std::variant<DriverLibrary, KeptForeignCuda, UnmetByUninstall> about;
 };
 
+// One distribution's part of the state a plan was made from, so that a venv that drifted can
+// be told what differs ("state_dists" in the document).
+struct DistState {
+  std::string dist;  // normalised name
+  std::string version;
+  std::string digest;  // 16 hex digits over its dist-info, RECORD rows and checked files
+  bool operator==(const DistState&) const = default;
+};
+
 struct Plan {
   std::string venv;      // absolute path of the venv the plan was made for
   std::string python;    // "3.12"
   std::string platform;  // the best platform tag of the host ("manylinux_2_36_x86_64")
   std::vector<std::string> targets;
-  std::string state;  // state digest of the venv the plan was made from
+  std::string state;                   // state digest of the venv the plan was made from
+  std::vector<DistState> state_dists;  // per distribution; empty in plans of older venvfix
   // Every finding `doctor --json` reports for the same venv (warnings too), in its order.
   std::vector<verify::Finding> findings;
   std::vector<Action> actions;  // empty: nothing to do

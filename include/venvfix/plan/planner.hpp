@@ -40,6 +40,16 @@ struct PlanOptions {
 // absolute paths, inode numbers, times or what depends on the host (the loader's view).
 std::string state_digest(const verify::Analysis& analysis);
 
+// The same inventory per distribution (sorted by name, version, dist-info directory), each
+// with a short digest of its own part: what `apply` compares to say what drifted.
+std::vector<DistState> state_by_distribution(const verify::Analysis& analysis);
+
+// What differs between a plan's distributions and the venv's now, in words: "torch 2.8.0 is
+// 2.9.0 now; nvidia-cudnn-cu12 9.10.2.21 changed (its RECORD, metadata or files differ);
+// foo 1.0 was added". When no distribution differs, says that the site-packages do.
+std::string describe_drift(const std::vector<DistState>& planned,
+                           const std::vector<DistState>& now);
+
 // Makes the plan. Errors: an --uninstall name that is not installed (ExitCode::usage); an
 // index that fails, a project or a pinned version missing from the index, no wheel for this
 // platform (ExitCode::network, naming the index, the version, the tags tried, and what to do).

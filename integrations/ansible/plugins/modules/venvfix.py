@@ -91,11 +91,14 @@ options:
     type: list
     elements: str
   find_links:
-    description: Flat directories or pages of wheels (C(--find-links), repeatable).
+    description:
+      - Flat directories or pages of wheels (C(--find-links), repeatable).
+      - With I(plan), the plan's wheels that these list are fetched from here (a wheelhouse
+        written by C(venvfix fetch PLAN --dest DIR)); the plan's sha256 decides.
     type: list
     elements: str
   offline:
-    description: Never touch the network; wheels come from the cache and I(find_links) (C(--offline)).
+    description: Never touch an index; wheels come from the cache and I(find_links), which are read even over http (C(--offline)).
     type: bool
     default: false
   timeout:
