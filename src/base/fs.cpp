@@ -105,34 +105,61 @@ Status fsync_directory(const fs::path& dir) {
   return ok();
 }
 
-Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode) {
-  fs::path temporary = path;
-  temporary += fmt::format(".tmp-{}", ::getpid());
-  {
-    VENVFIX_TRY_ASSIGN(Fd fd, open_file(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode));
-    std::size_t written = 0;
-    while (written < data.size()) {
-      ssize_t n = ::write(fd.get(), data.data() + written, data.size() - written);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        int saved = errno;
-        ::unlink(temporary.c_str());
-        return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(saved));
-      }
-      written += static_cast<std::size_t>(n);
+int write_synced_at(int dirfd, const std::string& path, std::string_view data, mode_t mode) {
+  int fd = ::openat(dirfd, path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return errno;
+  Fd owned(fd);
+  std::size_t written = 0;
+  while (written < data.size()) {
+    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
     }
-    if (::fsync(fd.get()) != 0) {
-      int saved = errno;
-      ::unlink(temporary.c_str());
-      return make_error(ExitCode::error, "{}: fsync: {}", path.string(), errno_message(saved));
-    }
+    written += static_cast<std::size_t>(n);
   }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temporary.c_str());
-    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(saved));
+  return ::fsync(fd) == 0 ? 0 : errno;
+}
+
+namespace {
+
+class SystemWriteSteps final : public WriteSteps {
+ public:
+  int write(const std::string& path, std::string_view data, mode_t mode) override {
+    return write_synced_at(AT_FDCWD, path, data, mode);
   }
-  return fsync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));
+  int rename(const std::string& from, const std::string& to) override {
+    return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+  }
+  int remove(const std::string& path) override { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
+  int sync_directory(const std::string& dir) override {
+    Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return errno;
+    return ::fsync(fd.get()) == 0 ? 0 : errno;
+  }
+};
+
+}  // namespace
+
+WriteSteps& system_write_steps() {
+  static SystemWriteSteps steps;
+  return steps;
+}
+
+Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode,
+                         WriteSteps& steps) {
+  const std::string temporary = fmt::format("{}.tmp-{}", path.string(), ::getpid());
+  int error = steps.write(temporary, data, mode);
+  if (error == 0) error = steps.rename(temporary, path.string());
+  if (error != 0) {
+    (void)steps.remove(temporary);  // a write that failed half-way leaves the temporary
+    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(error));
+  }
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (int synced = steps.sync_directory(dir.string()); synced != 0) {
+    return make_error(ExitCode::error, "{}: fsync: {}", dir.string(), errno_message(synced));
+  }
+  return ok();
 }
 
 FileIdentity file_identity_from(const struct stat& st) {

@@ -7,8 +7,6 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
-
 namespace venvfix::txn {
 
 namespace {
@@ -77,19 +75,7 @@ int RealStepFs::remove(int dirfd, const std::string& path, Remove what) {
 }
 
 int RealStepFs::write(int dirfd, const std::string& path, std::string_view data, mode_t mode) {
-  int fd = ::openat(dirfd, path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return errno;
-  Fd owned(fd);
-  std::size_t written = 0;
-  while (written < data.size()) {
-    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  return errno_unless(::fsync(fd) == 0);
+  return write_synced_at(dirfd, path, data, mode);
 }
 
 int RealStepFs::sync(int dirfd, const std::string& path, Sync what) {
@@ -104,19 +90,35 @@ int RealStepFs::sync_fs(int dirfd) {
   return errno_unless(::syncfs(dirfd) == 0);
 }
 
+namespace {
+
+// write_file_atomic's steps as operations of a StepFs on absolute paths: the temporary's write,
+// its rename over the file and the directory's fsync are writes a fault test counts and fails.
+class SeamWriteSteps final : public WriteSteps {
+ public:
+  explicit SeamWriteSteps(StepFs& disk) : m_disk(disk) {}
+  int write(const std::string& path, std::string_view data, mode_t mode) override {
+    return m_disk.write(AT_FDCWD, path, data, mode);
+  }
+  int rename(const std::string& from, const std::string& to) override {
+    return m_disk.rename(AT_FDCWD, from, to);
+  }
+  int remove(const std::string& path) override {
+    return m_disk.remove(AT_FDCWD, path, StepFs::Remove::file);
+  }
+  int sync_directory(const std::string& dir) override {
+    return m_disk.sync(AT_FDCWD, dir, StepFs::Sync::directory);
+  }
+
+ private:
+  StepFs& m_disk;
+};
+
+}  // namespace
+
 Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, mode_t mode) {
-  std::string temporary = fmt::format("{}.tmp-{}", path.string(), ::getpid());
-  int error = disk.write(AT_FDCWD, temporary, data, mode);
-  if (error == 0) error = disk.rename(AT_FDCWD, temporary, path.string());
-  if (error != 0) {
-    (void)disk.remove(AT_FDCWD, temporary, StepFs::Remove::file);
-    return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(error));
-  }
-  fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  if (int synced = disk.sync(AT_FDCWD, dir.string(), StepFs::Sync::directory); synced != 0) {
-    return make_error(ExitCode::error, "{}: fsync: {}", dir.string(), errno_message(synced));
-  }
-  return ok();
+  SeamWriteSteps steps(disk);
+  return write_file_atomic(path, data, mode, steps);
 }
 
 }  // namespace venvfix::txn

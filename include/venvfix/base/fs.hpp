@@ -67,9 +67,30 @@ class MappedFile {
 // multi-gigabyte file by mistake where a small text file is expected).
 Result<std::string> read_file(const fs::path& path, std::size_t max_bytes = 256u << 20);
 
-// Writes `data` to a temporary file beside `path`, fsyncs it, renames it over `path` and
-// fsyncs the directory. After a failure `path` is unchanged.
-Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode = 0644);
+// Creates or truncates `path` (relative to `dirfd`; AT_FDCWD: the working directory) with
+// `mode`, writes all of `data` and fsyncs it. Returns 0 or the errno of the failure.
+int write_synced_at(int dirfd, const std::string& path, std::string_view data, mode_t mode);
+
+// The system calls of write_file_atomic, as a seam (ninja's DiskInterface): each returns 0 or
+// the errno of the failure. system_write_steps() makes them directly; the transaction engine
+// passes its txn::StepFs through one (txn::write_atomic), so that the fault tests fail and
+// count the journal's and commit marker's writes like every other write of a transaction.
+class WriteSteps {
+ public:
+  virtual ~WriteSteps() = default;
+  // Creates or truncates `path` with `mode`, writes `data` and fsyncs it (write_synced_at).
+  virtual int write(const std::string& path, std::string_view data, mode_t mode) = 0;
+  virtual int rename(const std::string& from, const std::string& to) = 0;
+  virtual int remove(const std::string& path) = 0;  // unlink(2)
+  virtual int sync_directory(const std::string& dir) = 0;
+};
+WriteSteps& system_write_steps();
+
+// Writes `data` to a temporary file beside `path` (fsync'd), renames it over `path` and fsyncs
+// the directory, each step through `steps`. After a failure `path` is unchanged and the
+// temporary removed; errors name `path` (or, for the last step, its directory).
+Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode = 0644,
+                         WriteSteps& steps = system_write_steps());
 
 // fsyncs a directory so that renames and creations inside it are durable.
 Status fsync_directory(const fs::path& dir);

@@ -74,9 +74,9 @@ StepFs& default_step_fs();
 // Whether this build honours VENVFIX_CRASH_AT.
 bool crash_points_compiled();
 
-// Writes `path` atomically through `disk`: a temporary file beside it (written and fsync'd), a
-// rename over `path`, an fsync of its directory. Errors name `path`. (base's
-// write_file_atomic, through the seam.)
+// Writes `path` atomically through `disk`: base's write_file_atomic with its steps (a temporary
+// file beside `path` written and fsync'd, a rename over `path`, an fsync of its directory) as
+// operations of `disk`. Errors name `path`.
 Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, mode_t mode = 0644);
 
 // A StepFs that counts the operations it passes to `real` and from operation number `at`
