@@ -121,9 +121,10 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> vaddr_to_offset(
     const std::vector<GElf_Phdr>& loads, std::uint64_t vaddr) {
   for (const GElf_Phdr& ph : loads) {
     if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz) {
-      std::uint64_t delta = vaddr - ph.p_vaddr;
-      if (ph.p_offset > std::numeric_limits<std::uint64_t>::max() - delta) return std::nullopt;
-      return std::make_pair(ph.p_offset + delta, ph.p_filesz - delta);
+      const std::uint64_t delta = vaddr - ph.p_vaddr;  // < p_filesz: no underflow
+      const std::optional<std::uint64_t> offset = checked_add(ph.p_offset, delta);
+      if (!offset) return std::nullopt;
+      return std::make_pair(*offset, ph.p_filesz - delta);
     }
   }
   return std::nullopt;
