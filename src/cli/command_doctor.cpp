@@ -98,8 +98,8 @@ Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
                                      : "guard: off (`venvfix guard enable` guards pip and uv)\n");
     }
   }
-  bool problems =
-      analysis.has_problems(args.strict) || (judged && judged->has_problems(args.strict));
+  const verify::Strict strict = args.strict ? verify::Strict::yes : verify::Strict::no;
+  bool problems = analysis.has_problems(strict) || (judged && judged->has_problems(strict));
   return problems ? static_cast<int>(ExitCode::problems) : 0;
 }
 

@@ -121,7 +121,7 @@ class Resolver::Session {
     }
     if (search_ld_library_path(*name, r)) return r;
     if (needing != nullptr && needing->info->has_runpath) {
-      const auto& list = m_resolver.search_list(m_graph, *loader, /*runpath=*/true);
+      const auto& list = m_resolver.search_list(m_graph, *loader, PathTag::runpath);
       if (search(list, *name, SearchStep::runpath, *loader, r) || !r.error.empty()) return r;
     }
     const bool nodeflib =
@@ -155,14 +155,14 @@ class Resolver::Session {
     std::size_t guard = 0;
     for (std::optional<std::size_t> l = loader; l && guard <= m_graph.objects.size();
          l = m_graph.objects[*l].loader, ++guard) {
-      const auto& list = m_resolver.search_list(m_graph, *l, /*runpath=*/false);
+      const auto& list = m_resolver.search_list(m_graph, *l, PathTag::rpath);
       if (list.empty()) continue;
       if (search(list, name, SearchStep::rpath, *l, r) || !r.error.empty()) return true;
       did_main |= *l == m_graph.main_program;
     }
     const LoadedObject& main = m_graph.objects[m_graph.main_program];
     if (did_main || main.reason == LoadReason::dlopened) return false;
-    const auto& list = m_resolver.search_list(m_graph, m_graph.main_program, false);
+    const auto& list = m_resolver.search_list(m_graph, m_graph.main_program, PathTag::rpath);
     if (list.empty()) return false;
     return search(list, name, SearchStep::rpath, m_graph.main_program, r) || !r.error.empty();
   }
@@ -395,15 +395,16 @@ const std::optional<std::vector<std::string>>& Resolver::listing(const std::stri
 }
 
 const std::vector<Resolver::SearchDir>& Resolver::search_list(const LoadGraph& graph,
-                                                              std::size_t object, bool runpath) {
+                                                              std::size_t object, PathTag tag) {
   const LoadedObject& o = graph.objects[object];
   const bool canonical_origin = object == graph.main_program && m_executable.has_value();
-  std::string key =
-      (runpath ? "R:" : "P:") + std::string(canonical_origin ? "X:" : "") + o.path.string();
+  std::string key = (tag == PathTag::runpath ? "R:" : "P:") +
+                    std::string(canonical_origin ? "X:" : "") + o.path.string();
   auto it = m_lists.find(key);
   if (it != m_lists.end()) return it->second;
   std::vector<SearchDir> dirs;
-  const std::vector<std::string>& elements = runpath ? o.info->runpath : o.info->effective_rpath();
+  const std::vector<std::string>& elements =
+      tag == PathTag::runpath ? o.info->runpath : o.info->effective_rpath();
   if (!elements.empty()) {
     detail::DstValues values;
     values.platform = m_system.platform;
@@ -506,7 +507,7 @@ std::string first_failure(const LoadGraph& graph, std::span<const std::size_t> o
 }  // namespace
 
 DlopenResult Resolver::open(LoadGraph& graph, std::optional<std::size_t> caller,
-                            std::string_view name, LoadReason reason, bool unload_on_failure) {
+                            std::string_view name, LoadReason reason, OnFailure on_failure) {
   DlopenResult result;
   Session session(*this, graph);
   result.resolution = session.resolve(caller, name);
@@ -520,7 +521,7 @@ DlopenResult Resolver::open(LoadGraph& graph, std::optional<std::size_t> caller,
   bind(graph, result.resolution, std::nullopt, reason, queue);
   load_needed(graph, std::move(queue), &result.added, first_new);
   result.error = first_failure(graph, result.added);
-  if (!result.error.empty() && unload_on_failure) {
+  if (!result.error.empty() && on_failure == OnFailure::unload) {
     for (std::size_t index : result.added) graph.objects[index].unloaded = true;
   }
   return result;
@@ -528,7 +529,7 @@ DlopenResult Resolver::open(LoadGraph& graph, std::optional<std::size_t> caller,
 
 DlopenResult Resolver::dlopen(LoadGraph& graph, std::optional<std::size_t> caller,
                               std::string_view name) {
-  return open(graph, caller, name, LoadReason::dlopened, /*unload_on_failure=*/true);
+  return open(graph, caller, name, LoadReason::dlopened, OnFailure::unload);
 }
 
 Result<LoadGraph> Resolver::start(const fs::path& main_path,
@@ -589,13 +590,13 @@ Result<LoadGraph> Resolver::load(const fs::path& root, std::span<const fs::path>
   // ctypes.CDLL(path) for each preload, in order, in the running interpreter.
   if (!ld_preload) {
     for (const fs::path& path : preloaded) {
-      graph.preloads.push_back(open(graph, std::nullopt, path.string(), LoadReason::preloaded,
-                                    /*unload_on_failure=*/true));
+      graph.preloads.push_back(
+          open(graph, std::nullopt, path.string(), LoadReason::preloaded, OnFailure::unload));
     }
   }
   // dlopen(root): a path, so no search. Its closure is kept even when part of it is missing.
-  DlopenResult opened = open(graph, std::nullopt, root.string(), LoadReason::dlopened,
-                             /*unload_on_failure=*/false);
+  DlopenResult opened =
+      open(graph, std::nullopt, root.string(), LoadReason::dlopened, OnFailure::keep);
   if (!opened.resolution.path) {
     return make_error(ExitCode::error, "cannot load {}: {}", root.string(),
                       opened.resolution.error);

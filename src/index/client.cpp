@@ -23,7 +23,8 @@ std::string with_trailing_slash(std::string url) {
 std::string location_url(const std::string& location) {
   if (split_url(location).scheme.size() > 1) return location;  // "C:" is not a scheme
   std::error_code error;
-  return path_to_file_url(location, fs::is_directory(location, error));
+  return path_to_file_url(
+      location, fs::is_directory(location, error) ? UrlTarget::directory : UrlTarget::file);
 }
 
 // Files of a local directory, as links (no hash: the download computes it).
@@ -38,7 +39,7 @@ std::vector<IndexFile> list_directory(const fs::path& dir) {
     if (name == "index.html" || name == "index.json" || name.ends_with(".metadata")) continue;
     IndexFile file;
     file.filename = name;
-    file.url = path_to_file_url(it->path(), false);
+    file.url = path_to_file_url(it->path(), UrlTarget::file);
     std::error_code size_error;
     auto size = it->file_size(size_error);
     if (!size_error) file.size = size;

@@ -276,11 +276,11 @@ Result<fs::path> file_url_to_path(std::string_view url) {
   return fs::path(path);
 }
 
-std::string path_to_file_url(const fs::path& path, bool is_directory) {
+std::string path_to_file_url(const fs::path& path, UrlTarget target) {
   std::error_code error;  // no current directory: the path as given
   fs::path absolute = fs::absolute(path, error);
   std::string text = (error ? path : absolute).lexically_normal().string();
-  if (is_directory && (text.empty() || text.back() != '/')) text.push_back('/');
+  if (target == UrlTarget::directory && (text.empty() || text.back() != '/')) text.push_back('/');
   return "file://" + percent_encode_path(text);
 }
 

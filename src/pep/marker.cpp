@@ -369,14 +369,14 @@ bool Marker::evaluate(const MarkerEnvironment& env, const std::set<std::string>&
   return false;
 }
 
-std::string Marker::format_group(std::uint32_t index, bool first) const {
+std::string Marker::format_group(std::uint32_t index, Parens parens) const {
   const Group& group = m_groups[index];
   // packaging writes a group holding a single comparison without parentheses. For a group
   // holding a single group it drops both pairs, which changes the meaning of `x and ((a or
   // b))`; keeping one pair is the only place venvfix's text differs.
-  if (group.size() == 1 && std::holds_alternative<Comparison>(group[0])) first = true;
+  if (group.size() == 1 && std::holds_alternative<Comparison>(group[0])) parens = Parens::omit;
   if (group.size() == 1 && std::holds_alternative<GroupRef>(group[0])) {
-    return format_group(std::get<GroupRef>(group[0]).index, first);
+    return format_group(std::get<GroupRef>(group[0]).index, parens);
   }
   std::string out;
   for (const Element& element : group) {
@@ -384,7 +384,7 @@ std::string Marker::format_group(std::uint32_t index, bool first) const {
     if (const auto* connective = std::get_if<Connective>(&element)) {
       out += *connective == Connective::and_ ? "and" : "or";
     } else if (const auto* ref = std::get_if<GroupRef>(&element)) {
-      out += format_group(ref->index, false);
+      out += format_group(ref->index, Parens::wrap);
     } else {
       const auto& c = std::get<Comparison>(element);
       auto operand = [](const Operand& o) {
@@ -397,11 +397,11 @@ std::string Marker::format_group(std::uint32_t index, bool first) const {
       out += operand(c.rhs);
     }
   }
-  return first ? out : "(" + out + ")";
+  return parens == Parens::omit ? out : "(" + out + ")";
 }
 
 std::string Marker::to_string() const {
-  return format_group(0, true);
+  return format_group(0, Parens::omit);
 }
 
 MarkerEnvironment marker_environment_for(const TargetPython& target) {

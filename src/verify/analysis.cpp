@@ -12,9 +12,10 @@
 
 namespace venvfix::verify {
 
-bool Analysis::has_problems(bool strict) const {
-  return std::any_of(findings.begin(), findings.end(),
-                     [&](const Finding& f) { return strict || f.severity == Severity::problem; });
+bool Analysis::has_problems(Strict strict) const {
+  return std::any_of(findings.begin(), findings.end(), [strict](const Finding& f) {
+    return strict == Strict::yes || f.severity == Severity::problem;
+  });
 }
 
 std::vector<std::string> Analysis::target_list() const {

@@ -306,9 +306,9 @@ ProbeResult judge_probe(ProbeRun run, const Analysis& analysis,
   return result;
 }
 
-bool ProbeResult::has_problems(bool strict) const {
+bool ProbeResult::has_problems(Strict strict) const {
   return std::any_of(findings.begin(), findings.end(), [strict](const ProbeFinding& finding) {
-    return strict || finding.severity == Severity::problem;
+    return strict == Strict::yes || finding.severity == Severity::problem;
   });
 }
 

@@ -99,8 +99,8 @@ TEST(IndexUrl, ConvertsFileUrls) {
   EXPECT_FALSE(file_url_to_path("file://otherhost/tmp"));
   EXPECT_FALSE(file_url_to_path("file:relative"));
   EXPECT_FALSE(file_url_to_path("file:///a%00b"));
-  EXPECT_EQ(path_to_file_url("/tmp/a b", true), "file:///tmp/a%20b/");
-  auto round = file_url_to_path(path_to_file_url("/tmp/x+y#z", false));
+  EXPECT_EQ(path_to_file_url("/tmp/a b", UrlTarget::directory), "file:///tmp/a%20b/");
+  auto round = file_url_to_path(path_to_file_url("/tmp/x+y#z", UrlTarget::file));
   ASSERT_TRUE(round);
   EXPECT_EQ(round->string(), "/tmp/x+y#z");
 }

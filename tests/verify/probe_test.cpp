@@ -118,7 +118,7 @@ TEST_F(Probe, SeedFailsWithTheLoadersOwnMessage) {
   ASSERT_FALSE(result.findings.empty());
   EXPECT_EQ(result.findings.front().kind, ProbeKind::import_failed);
   EXPECT_THAT(result.findings.front().message, HasSubstr("`import torch` failed"));
-  EXPECT_TRUE(result.has_problems(false));
+  EXPECT_TRUE(result.has_problems(Strict::no));
   EXPECT_EQ(loaded(result, "libcudnn.so.9"), nullptr);
 }
 
@@ -128,7 +128,7 @@ TEST_F(Probe, HealthyVenvLoadsEveryCudaLibraryFromTheVenv) {
   ProbeResult result = probe(venv, View::hermetic);
   ASSERT_TRUE(result.run.import_ok) << result.run.error << result.run.stderr_tail;
   EXPECT_THAT(kinds(result), ::testing::IsEmpty());
-  EXPECT_FALSE(result.has_problems(true));
+  EXPECT_FALSE(result.has_problems(Strict::yes));
   std::size_t cuda = 0;
   for (const LoadedLibrary& library : result.loaded) {
     if (manifests().providers_of(library.soname, 0).empty()) continue;
@@ -172,7 +172,7 @@ TEST_F(Probe, HostViewSeedLoadsTheSystemCudnnAnEscapeAtRunTime) {
   EXPECT_THAT(kinds(result), ::testing::Contains("version-mismatch libcudnn.so.9 warning"));
   EXPECT_THAT(kinds(result),
               ::testing::Not(::testing::Contains("cudnn-incompatible libcudnn.so.9 problem")));
-  EXPECT_TRUE(result.has_problems(false));
+  EXPECT_TRUE(result.has_problems(Strict::no));
 }
 
 TEST_F(Probe, Cu12AndCu13CudartMappedAtOnce) {

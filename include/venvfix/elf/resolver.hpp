@@ -173,8 +173,11 @@ class Resolver {
 
   // The main program, the interpreter, `ld_preloads` (LD_PRELOAD) and their closure.
   Result<LoadGraph> start(const fs::path& main_path, std::span<const fs::path> ld_preloads);
+  // unload: a dlopen that fails unloads what it loaded (glibc's dlopen); keep: the closure
+  // stays, its gaps reported (the simulated root, whose whole closure is of interest).
+  enum class OnFailure { unload, keep };
   DlopenResult open(LoadGraph& graph, std::optional<std::size_t> caller, std::string_view name,
-                    LoadReason reason, bool unload_on_failure);
+                    LoadReason reason, OnFailure on_failure);
   std::size_t add_object(LoadGraph& graph, const fs::path& path, const ElfRecord& record,
                          LoadReason reason, std::optional<std::size_t> loader, std::string name);
   // Binds a resolution: to the object it names, or to a new object appended to `queue`.
@@ -186,8 +189,9 @@ class Resolver {
   void load_needed(LoadGraph& graph, std::deque<std::size_t> queue,
                    std::vector<std::size_t>* added = nullptr, std::size_t first_new = 0);
 
+  enum class PathTag { rpath, runpath };  // which of the object's DT_RPATH, DT_RUNPATH
   const std::vector<SearchDir>& search_list(const LoadGraph& graph, std::size_t object,
-                                            bool runpath);
+                                            PathTag tag);
   // The names present in a directory (nullopt: not a listable directory).
   const std::optional<std::vector<std::string>>& listing(const std::string& dir);
 

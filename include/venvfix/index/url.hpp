@@ -62,7 +62,8 @@ bool is_http_url(std::string_view url);  // http:// or https://
 Result<fs::path> file_url_to_path(std::string_view url);
 // An absolute path as a file:// URL; a directory gets a trailing "/" so relative links resolve
 // inside it.
-std::string path_to_file_url(const fs::path& path, bool is_directory);
+enum class UrlTarget { file, directory };
+std::string path_to_file_url(const fs::path& path, UrlTarget target);
 
 // For every message: the URL with credentials replaced by "***" (base/log.hpp's redact_url).
 std::string display_url(std::string_view url);

@@ -116,7 +116,9 @@ class Marker {
   friend class MarkerParser;
   bool evaluate_group(std::uint32_t index, const MarkerEnvironment& env,
                       std::string_view extra) const;
-  std::string format_group(std::uint32_t index, bool first) const;
+  // omit: the outermost group, or one holding a single comparison, is written bare.
+  enum class Parens { omit, wrap };
+  std::string format_group(std::uint32_t index, Parens parens) const;
 
   std::vector<Group> m_groups;  // m_groups[0] is the whole marker
 };

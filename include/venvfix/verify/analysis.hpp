@@ -67,7 +67,7 @@ struct Analysis {
   // driver's libcuda.so.1 on a machine without a GPU); each an unresolved-soname finding.
   std::vector<Finding> notes;
 
-  bool has_problems(bool strict) const;
+  bool has_problems(Strict strict) const;
   std::vector<std::string> target_list() const;  // normalised names
   std::string target_names() const;              // joined with ", " for messages
   // Path relative to the site-packages holding it, for messages; absolute when outside.

@@ -38,6 +38,8 @@ std::string_view to_string(FindingKind kind);
 
 enum class Severity { problem, warning };
 std::string_view to_string(Severity severity);
+// Whether a warning counts as a problem too (doctor --strict): has_problems' question.
+enum class Strict { no, yes };
 
 // The fields of each kind; empty ones are left out of the JSON (cuda-mix writes all four of
 // its numbers and flags, `breaks` included).

@@ -84,7 +84,7 @@ struct ProbeResult {
   ProbeRun run;
   std::vector<LoadedLibrary> loaded;  // shared objects mapped, sorted by soname
   std::vector<ProbeFinding> findings;
-  bool has_problems(bool strict) const;
+  bool has_problems(Strict strict) const;
 };
 
 // "import torch" when torch is a target; empty when no target has a known import name.
