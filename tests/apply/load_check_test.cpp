@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "support/manifests.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/load_check.hpp"
 #include "venvfix/elf/ld_cache.hpp"
@@ -16,14 +17,7 @@ namespace {
 using namespace venvfix::txn::testing;
 using ::testing::HasSubstr;
 
-const manifest::Manifests& manifests() {
-  static const manifest::Manifests loaded = [] {
-    auto m = manifest::Manifests::load(venvfix::testing::source_dir() / "manifests");
-    EXPECT_TRUE(m);
-    return std::move(m).value();
-  }();
-  return loaded;
-}
+using venvfix::testing::manifests;
 
 class LoadCheck : public ::testing::Test {
  protected:

@@ -116,13 +116,8 @@ TEST_F(Stage, AWrongHashIsANetworkErrorAndNothingIsCached) {
   plan::Plan plan;
   plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
   std::get<plan::Install>(plan.actions[0]).sha256 = std::string(64, 'a');
-  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
-  auto venv = env::open_venv_at(venv_root);
-  ASSERT_TRUE(venv);
-  fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  fetch::Downloader downloader(m_config);
-  auto fetched = fetch_and_stage(*venv, plan, downloader, staging, {});
+  const fs::path staging = m_dir->path() / "staging";
+  auto fetched = stage_in_minimal_venv(plan, staging);
   ASSERT_FALSE(fetched);
   EXPECT_EQ(fetched.error().code, ExitCode::network);
   EXPECT_THAT(fetched.error().message, HasSubstr(k_cudnn));
@@ -187,13 +182,8 @@ TEST_F(Stage, APlanNamingOneWheelFileTwiceIsRefusedBeforeAnyDownload) {
   plan::Plan plan;
   plan.actions.push_back(install_action("demo", "1.0", wheel, file_url(wheel.path)));
   plan.actions.push_back(install_action("demo", "1.0", wheel, file_url(wheel.path)));
-  fs::path venv_root = minimal_venv(m_dir->path() / "venv");
-  auto venv = env::open_venv_at(venv_root);
-  ASSERT_TRUE(venv);
-  fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  fetch::Downloader downloader(m_config);
-  auto twice = fetch_and_stage(*venv, plan, downloader, staging, {});
+  const fs::path staging = m_dir->path() / "staging";
+  auto twice = stage_in_minimal_venv(plan, staging);
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().code, ExitCode::usage);
   EXPECT_THAT(twice.error().message, HasSubstr("twice"));
@@ -201,7 +191,7 @@ TEST_F(Stage, APlanNamingOneWheelFileTwiceIsRefusedBeforeAnyDownload) {
   // A file name that is not a wheel's: refused the same way.
   plan.actions.pop_back();
   std::get<plan::Install>(plan.actions[0]).file = "../demo-1.0-py3-none-any.whl";
-  auto bad_name = fetch_and_stage(*venv, plan, downloader, staging, {});
+  auto bad_name = stage_in_minimal_venv(plan, staging);
   ASSERT_FALSE(bad_name);
   EXPECT_EQ(bad_name.error().code, ExitCode::usage);
   EXPECT_THAT(bad_name.error().message, HasSubstr("not a .whl file name"));

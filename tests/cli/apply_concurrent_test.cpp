@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fetch/test_server.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "txn/apply_test_support.hpp"
 
 namespace venvfix {
@@ -17,30 +19,27 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using txn::testing::expect_tree_is;
 using txn::testing::fingerprint;
-using txn::testing::fingerprint_diff;
 using venvfix::testing::CommandResult;
 using namespace std::chrono_literals;
 
-class ApplyConcurrentCli : public ::testing::Test {
+class ApplyConcurrentCli : public venvfix::testing::ScratchTest {
  protected:
+  ApplyConcurrentCli() : ScratchTest("venvfix-apply-concurrent-") {}
   void SetUp() override {
-    auto dir = TempDir::create("venvfix-apply-concurrent-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
+    ScratchTest::SetUp();
     m_index.emplace(venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir));
   }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
 
-  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args) {
-    const auto& world = venvfix::testing::test_world();
-    std::vector<std::string> argv = {
-        venvfix::testing::venvfix_binary(), "--venv", venv.string(), "--index-url", m_index->url(),
-        "--cache-dir", path("cache").string(), "--ld-cache", world.hermetic_cache.string(),
-        // The held download must not time out meanwhile.
-        "--timeout", "300", "-q"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 400);
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args) {
+    // The held download must not time out meanwhile.
+    return venvfix::testing::run_venvfix({.index_url = m_index->url(),
+                                          .cache_dir = path("cache"),
+                                          .options = {"--timeout", "300", "-q"},
+                                          .hermetic = venvfix::testing::Hermetic::no,
+                                          .timeout_seconds = 400},
+                                         venv, args);
   }
 
   // Waits until `file` exists or `done` is ready; true when the file is there.
@@ -54,12 +53,11 @@ class ApplyConcurrentCli : public ::testing::Test {
     return false;
   }
 
-  std::optional<TempDir> m_dir;
   std::optional<venvfix::testing::IndexServer> m_index;
 };
 
 TEST_F(ApplyConcurrentCli, APipInstallDuringTheDownloadsMakesApplyExit7AndMovesNothing) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   CommandResult planned = venvfix(venv, {"plan", "-o", path("plan.json").string()});
   ASSERT_EQ(planned.exit_code, 3) << planned.err;
   auto text = read_file(path("plan.json"));
@@ -101,10 +99,8 @@ TEST_F(ApplyConcurrentCli, APipInstallDuringTheDownloadsMakesApplyExit7AndMovesN
     FAIL() << "the download was never held; apply exited " << early.exit_code << ": " << early.err;
   }
   // pip changes the venv while venvfix waits for its download.
-  CommandResult pip = venvfix::testing::run_command(
-      {(venv / "bin/python").string(), "-m", "pip", "install", "--no-deps", "--no-index",
-       "--no-cache-dir", "--disable-pip-version-check", wheel.path.string()},
-      {}, 300);
+  CommandResult pip = venvfix::testing::run_pip(
+      venv, {"install", "--no-deps", "--no-index", "--no-cache-dir", wheel.path.string()});
   const auto after_pip = fingerprint(venv);
   txn::testing::write_text(hold / "release", "");
   CommandResult result = apply.get();
@@ -119,9 +115,7 @@ TEST_F(ApplyConcurrentCli, APipInstallDuringTheDownloadsMakesApplyExit7AndMovesN
   EXPECT_EQ(error["exit_code"], 7);
   EXPECT_THAT(error["error"].get<std::string>(), HasSubstr("nothing was moved"));
   // Nothing moved: the venv is as pip left it, and no journal or staging is left behind.
-  const auto after_apply = fingerprint(venv);
-  EXPECT_EQ(after_apply, after_pip)
-      << ::testing::PrintToString(fingerprint_diff(after_pip, after_apply));
+  expect_tree_is(venv, after_pip);
   EXPECT_FALSE(fs::exists(venv / ".venvfix/journal") && !fs::is_empty(venv / ".venvfix/journal"))
       << "a journal was left behind";
   EXPECT_FALSE(fs::exists(venv / ".venvfix/staging") && !fs::is_empty(venv / ".venvfix/staging"))

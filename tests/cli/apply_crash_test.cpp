@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "support/paths.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/base/fs.hpp"
@@ -26,35 +27,26 @@ namespace {
 using Print = std::map<std::string, std::string>;
 using venvfix::testing::CommandResult;
 
-class CrashMatrixCli : public ::testing::Test {
+class CrashMatrixCli : public venvfix::testing::ScratchTest {
  protected:
+  CrashMatrixCli() : ScratchTest("venvfix-crash-cli-") {}
   void SetUp() override {
     if (!txn::crash_points_compiled()) GTEST_SKIP() << "built without -DVENVFIX_CRASH_POINTS=ON";
-    auto dir = TempDir::create("venvfix-crash-cli-");
-    ASSERT_TRUE(dir) << dir.error().message;
-    m_dir.emplace(std::move(dir).value());
+    ScratchTest::SetUp();
     m_index.emplace(venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir));
   }
 
-  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args,
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args,
                         std::optional<long> crash_at = std::nullopt) {
-    std::vector<std::string> argv = {venvfix::testing::venvfix_binary(),
-                                     "--venv",
-                                     venv.string(),
-                                     "--index-url",
-                                     m_index->url(),
-                                     "--cache-dir",
-                                     (m_dir->path() / "cache").string(),
-                                     "--ld-cache",
-                                     venvfix::testing::test_world().hermetic_cache.string(),
-                                     "-q"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::map<std::string, std::string> env = {{"LD_LIBRARY_PATH", ""}};
+    venvfix::testing::VenvfixCli cli{.index_url = m_index->url(),
+                                     .cache_dir = path("cache"),
+                                     .options = {"-q"},
+                                     .hermetic = venvfix::testing::Hermetic::no};
     if (crash_at) {
-      env["VENVFIX_CRASH_AT"] = std::to_string(*crash_at);
-      env["VENVFIX_CRASH_OPS"] = "make_dir,rename,remove";  // about one crash point per step
+      cli.env["VENVFIX_CRASH_AT"] = std::to_string(*crash_at);
+      cli.env["VENVFIX_CRASH_OPS"] = "make_dir,rename,remove";  // about one crash point per step
     }
-    return venvfix::testing::run_command(argv, env, 300);
+    return venvfix::testing::run_venvfix(cli, venv, args);
   }
 
   struct Counts {
@@ -113,31 +105,28 @@ class CrashMatrixCli : public ::testing::Test {
     return counts;
   }
 
-  std::optional<TempDir> m_dir;
+  // Prints the matrix of `command` and checks that its crashes left journals and recovered both
+  // ways.
+  static void expect_both_outcomes(const char* command, const Counts& counts) {
+    std::printf(
+        "%s crash matrix: %d crash points (%d left a journal), %d recovered to before, %d "
+        "to after\n",
+        command, counts.crashed, counts.journaled, counts.before, counts.after);
+    EXPECT_GT(counts.journaled, 5);
+    EXPECT_GT(counts.before, 0);
+    EXPECT_GT(counts.after, 0);
+  }
+
   std::optional<venvfix::testing::IndexServer> m_index;
 };
 
 TEST_F(CrashMatrixCli, ApplyRecoversToBeforeOrAfterAtEveryEvent) {
-  Counts counts = run_matrix("seed", {"apply", "--yes"}, 0);
-  std::printf(
-      "apply crash matrix: %d crash points (%d left a journal), %d recovered to before, %d to "
-      "after\n",
-      counts.crashed, counts.journaled, counts.before, counts.after);
-  EXPECT_GT(counts.journaled, 5);
-  EXPECT_GT(counts.before, 0);
-  EXPECT_GT(counts.after, 0);
+  expect_both_outcomes("apply", run_matrix("seed", {"apply", "--yes"}, 0));
 }
 
 TEST_F(CrashMatrixCli, UninstallRecoversToBeforeOrAfterAtEveryEvent) {
   // nvidia-cublas (CUDA 13) is the seed's leftover that nothing loads: a removal that goes through.
-  Counts counts = run_matrix("seed", {"uninstall", "nvidia-cublas"}, 0);
-  std::printf(
-      "uninstall crash matrix: %d crash points (%d left a journal), %d recovered to before, %d "
-      "to after\n",
-      counts.crashed, counts.journaled, counts.before, counts.after);
-  EXPECT_GT(counts.journaled, 5);
-  EXPECT_GT(counts.before, 0);
-  EXPECT_GT(counts.after, 0);
+  expect_both_outcomes("uninstall", run_matrix("seed", {"uninstall", "nvidia-cublas"}, 0));
 }
 
 }  // namespace

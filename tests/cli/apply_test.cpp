@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fetch/test_server.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/dist/hash_cache.hpp"
 
@@ -21,9 +23,12 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using txn::testing::expect_tree_is;
 using txn::testing::fingerprint;
-using txn::testing::fingerprint_diff;
 using venvfix::testing::CommandResult;
+using venvfix::testing::Hermetic;
+using venvfix::testing::import_torch;
+using venvfix::testing::run_pip;
 
 // An action as the plan document writes it.
 json action_json(const plan::Action& action) {
@@ -32,19 +37,14 @@ json action_json(const plan::Action& action) {
   return plan::to_json(plan)["actions"][0];
 }
 
-class ApplyCli : public ::testing::Test {
+class ApplyCli : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-apply-cli-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
+  ApplyCli() : ScratchTest("venvfix-apply-cli-") {}
   void TearDown() override {
     if (!m_immutable.empty()) {
       venvfix::testing::run_command({"chattr", "-i", m_immutable.string()});
     }
   }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
 
   void start_index() {
     if (!m_index) {
@@ -58,40 +58,18 @@ class ApplyCli : public ::testing::Test {
 
   // venvfix with this test's index, cache and the hermetic loader view; `hermetic`: also in the
   // hermetic mount namespace, so that dlopen in the load check sees no host CUDA either.
-  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args, bool hermetic = true) {
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args,
+                        Hermetic hermetic = Hermetic::yes) {
     start_index();
-    const auto& world = venvfix::testing::test_world();
-    std::vector<std::string> argv;
-    if (hermetic && venvfix::testing::hermetic_available()) {
-      argv = {venvfix::testing::hermetic_runner().string(), world.hermetic_cache.string(), "--"};
-    }
-    std::vector<std::string> base = {venvfix::testing::venvfix_binary(),
-                                     "--venv",
-                                     venv.string(),
-                                     "--index-url",
-                                     m_index->url(),
-                                     "--cache-dir",
-                                     path("cache").string(),
-                                     "--ld-cache",
-                                     world.hermetic_cache.string(),
-                                     m_verbosity};
-    argv.insert(argv.end(), base.begin(), base.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
-  }
-
-  // `python -c "import torch"` in the hermetic view (the host's view always finds a cuDNN).
-  CommandResult import_torch(const fs::path& venv) {
-    std::vector<std::string> argv = {(venv / "bin/python").string(), "-c", "import torch"};
-    if (venvfix::testing::hermetic_available()) {
-      argv.insert(argv.begin(), {venvfix::testing::hermetic_runner().string(),
-                                 venvfix::testing::test_world().hermetic_cache.string(), "--"});
-    }
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
+    return venvfix::testing::run_venvfix({.index_url = m_index->url(),
+                                          .cache_dir = path("cache"),
+                                          .options = {m_verbosity},
+                                          .hermetic = hermetic},
+                                         venv, args);
   }
 
   fs::path plan_for(const fs::path& venv, const std::string& name = "plan.json") {
-    CommandResult planned = venvfix(venv, {"plan", "-o", path(name).string()}, false);
+    CommandResult planned = venvfix(venv, {"plan", "-o", path(name).string()}, Hermetic::no);
     EXPECT_EQ(planned.exit_code, 3) << planned.err;
     return path(name);
   }
@@ -112,20 +90,18 @@ class ApplyCli : public ::testing::Test {
     EXPECT_THAT(result.err, HasSubstr("venvfix: error: "));
     EXPECT_THAT(result.err, HasSubstr(needle));
     EXPECT_THAT(result.err, HasSubstr("unchanged"));
-    auto after = fingerprint(venv);
-    EXPECT_EQ(after, before) << ::testing::PrintToString(fingerprint_diff(before, after));
+    expect_tree_is(venv, before);
     EXPECT_FALSE(fs::exists(venv / ".venvfix/journal") && !fs::is_empty(venv / ".venvfix/journal"))
         << "a journal was left behind";
   }
 
-  std::optional<TempDir> m_dir;
   std::optional<venvfix::testing::IndexServer> m_index;
   fs::path m_immutable;
   std::string m_verbosity = "-q";
 };
 
 TEST_F(ApplyCli, TheWholeStory) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   if (venvfix::testing::hermetic_available()) {
     ASSERT_NE(import_torch(venv).exit_code, 0) << "the seed must be broken";
   }
@@ -145,15 +121,13 @@ TEST_F(ApplyCli, TheWholeStory) {
   EXPECT_TRUE(cudnn) << report.dump(2);
   CommandResult imported = import_torch(venv);
   EXPECT_EQ(imported.exit_code, 0) << imported.err;
-  CommandResult doctor = venvfix(venv, {"doctor"}, false);
+  CommandResult doctor = venvfix(venv, {"doctor"}, Hermetic::no);
   EXPECT_EQ(doctor.exit_code, 0) << doctor.out << doctor.err;
 
   // Roll back: the broken state comes back byte for byte.
   CommandResult rolled = venvfix(venv, {"rollback", report["snapshot"].get<std::string>()});
   ASSERT_EQ(rolled.exit_code, 0) << rolled.out << rolled.err;
-  auto after_rollback = fingerprint(venv);
-  EXPECT_EQ(after_rollback, broken)
-      << ::testing::PrintToString(fingerprint_diff(broken, after_rollback));
+  expect_tree_is(venv, broken);
 
   // The same plan applies again (the state is the planned one), from the cache this time.
   applied = venvfix(venv, {"--json", "apply", plan.string()});
@@ -176,7 +150,7 @@ TEST_F(ApplyCli, TheWholeStory) {
 // Hash each byte once: the digests staging computed seed the hash cache under the files'
 // identities after the moves, so the analysis after the moves reads no installed byte.
 TEST_F(ApplyCli, TheVerificationAfterTheMovesReadsNoInstalledBytes) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   fs::path plan = plan_for(venv);
   m_verbosity = "-vv";
   CommandResult applied = venvfix(venv, {"apply", plan.string()});
@@ -220,7 +194,7 @@ TEST_F(ApplyCli, TheVerificationAfterTheMovesReadsNoInstalledBytes) {
 // A re-apply hard-links the unpacked cache's files into the venv, so the inodes a tree snapshot
 // holds gain and lose links: the snapshot still restores exactly.
 TEST_F(ApplyCli, ATreeSnapshotRestoresOverAReapplyFromTheUnpackedCache) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   CommandResult applied = venvfix(venv, {"apply", "--yes"});
   ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
   CommandResult created = venvfix(venv, {"--json", "snapshot", "create"});
@@ -228,9 +202,7 @@ TEST_F(ApplyCli, ATreeSnapshotRestoresOverAReapplyFromTheUnpackedCache) {
   const std::string id = json::parse(created.out)["id"];
   const auto healthy = fingerprint(venv);
 
-  auto pip = venvfix::testing::run_command(
-      {(venv / "bin/python").string(), "-m", "pip", "uninstall", "-y", "nvidia-cudnn-cu12"},
-      {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"}}, 120);
+  auto pip = run_pip(venv, {"uninstall", "-y", "nvidia-cudnn-cu12"});
   ASSERT_EQ(pip.exit_code, 0) << pip.err;
   applied = venvfix(venv, {"--json", "apply", "--yes"});
   ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
@@ -240,29 +212,23 @@ TEST_F(ApplyCli, ATreeSnapshotRestoresOverAReapplyFromTheUnpackedCache) {
 
   CommandResult rolled = venvfix(venv, {"rollback", id});
   ASSERT_EQ(rolled.exit_code, 0) << rolled.out << rolled.err;
-  auto after = fingerprint(venv);
-  EXPECT_EQ(after, healthy) << ::testing::PrintToString(fingerprint_diff(healthy, after));
+  expect_tree_is(venv, healthy);
 }
 
 TEST_F(ApplyCli, PipTreatsWhatVenvfixInstalledAsItsOwn) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   CommandResult applied = venvfix(venv, {"apply", "--yes"});
   ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
   EXPECT_THAT(applied.out, HasSubstr("installed nvidia-cudnn-cu12"));
-  const std::map<std::string, std::string> pip_env = {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
-                                                      {"PIP_NO_INPUT", "1"}};
-  const std::string python = (venv / "bin/python").string();
-  auto show = venvfix::testing::run_command(
-      {python, "-m", "pip", "show", "-f", "nvidia-cudnn-cu12"}, pip_env, 120);
+  auto show = run_pip(venv, {"show", "-f", "nvidia-cudnn-cu12"});
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_THAT(show.out, HasSubstr("nvidia/cudnn/lib/libcudnn.so.9"));
   EXPECT_THAT(show.out, HasSubstr("Version: 9.10.2.21"));
-  auto check = venvfix::testing::run_command({python, "-m", "pip", "check"}, pip_env, 120);
+  auto check = run_pip(venv, {"check"});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
-  auto uninstall = venvfix::testing::run_command(
-      {python, "-m", "pip", "uninstall", "-y", "nvidia-cudnn-cu12"}, pip_env, 120);
+  auto uninstall = run_pip(venv, {"uninstall", "-y", "nvidia-cudnn-cu12"});
   EXPECT_EQ(uninstall.exit_code, 0) << uninstall.err;
-  auto list = venvfix::testing::run_command({python, "-m", "pip", "list"}, pip_env, 120);
+  auto list = run_pip(venv, {"list"});
   EXPECT_THAT(list.out, ::testing::Not(HasSubstr("nvidia-cudnn-cu12")));
   std::size_t left = 0;
   for (const auto& [rel, value] : fingerprint(venv)) {
@@ -272,7 +238,7 @@ TEST_F(ApplyCli, PipTreatsWhatVenvfixInstalledAsItsOwn) {
 }
 
 TEST_F(ApplyCli, DownloadFaultsChangeNothing) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   fs::path plan = plan_for(venv);
   const auto before = fingerprint(venv);
   json document = read_json(plan);
@@ -295,7 +261,7 @@ TEST_F(ApplyCli, DownloadFaultsChangeNothing) {
 }
 
 TEST_F(ApplyCli, VerificationFaultsRollBack) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   fs::path plan = plan_for(venv);
   const auto before = fingerprint(venv);
 
@@ -324,7 +290,7 @@ TEST_F(ApplyCli, VerificationFaultsRollBack) {
 }
 
 TEST_F(ApplyCli, StateLockAndFilesystemFaultsChangeNothing) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   fs::path plan = plan_for(venv);
 
   // Another venvfix holds the lock.
@@ -368,7 +334,7 @@ TEST_F(ApplyCli, StateLockAndFilesystemFaultsChangeNothing) {
 }
 
 TEST_F(ApplyCli, AHostileWheelIsRefusedEndToEnd) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   fs::path plan = plan_for(venv);
   const auto before = fingerprint(venv);
   fs::path tree = path("hostile-tree");

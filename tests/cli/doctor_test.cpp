@@ -10,6 +10,7 @@
 #include <string>
 
 #include "support/paths.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 
@@ -66,17 +67,9 @@ const json* find(const json& document, std::string_view kind, std::string_view k
   return nullptr;
 }
 
-class Doctor : public ::testing::Test {
+class Doctor : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-doctor-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path scenario(std::string_view name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
-  std::optional<TempDir> m_dir;
+  Doctor() : ScratchTest("venvfix-doctor-test-") {}
 };
 
 TEST_F(Doctor, HealthyVenvHasNoFindings) {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world_for.hpp"
 #include "txn/apply_test_support.hpp"
 
@@ -16,49 +18,31 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using txn::testing::expect_tree_is;
 using txn::testing::fingerprint;
-using txn::testing::fingerprint_diff;
 using venvfix::testing::CommandResult;
 
 // What doctor reports for the seed, wherever it is (tests/cli/doctor_test.cpp, DoctorCli).
 const std::vector<std::string> k_seed_problems = {"ghost-files nvidia-cudnn-cu12",
                                                   "unresolved-soname libcudnn.so.9"};
 
-class LayoutsCli : public ::testing::Test {
+class LayoutsCli : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-layouts-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
+  LayoutsCli() : ScratchTest("venvfix-layouts-") {}
 
   // venvfix on `where` (--venv, or the given selector) with this test's index and cache and the
   // hermetic loader view, inside the hermetic namespace when it is available.
-  CommandResult venvfix(const fs::path& where, std::vector<std::string> args,
+  CommandResult venvfix(const fs::path& where, const std::vector<std::string>& args,
                         const std::string& selector = "--venv") {
     if (!m_index) {
       m_index.emplace(venvfix::testing::IndexServer::start(
           m_index_root.empty() ? venvfix::testing::test_world().index_dir : m_index_root));
     }
-    const auto& world = venvfix::testing::test_world();
-    std::vector<std::string> argv;
-    if (venvfix::testing::hermetic_available()) {
-      argv = {venvfix::testing::hermetic_runner().string(), world.hermetic_cache.string(), "--"};
-    }
-    std::vector<std::string> base = {venvfix::testing::venvfix_binary(),
-                                     selector,
-                                     where.string(),
-                                     "--index-url",
-                                     m_index->url(),
-                                     "--cache-dir",
-                                     path("cache").string(),
-                                     "--ld-cache",
-                                     world.hermetic_cache.string(),
-                                     "-q"};
-    argv.insert(argv.end(), base.begin(), base.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
+    return venvfix::testing::run_venvfix({.index_url = m_index->url(),
+                                          .cache_dir = path("cache"),
+                                          .options = {"-q"},
+                                          .selector = selector},
+                                         where, args);
   }
 
   // `import torch` by `python` in the hermetic view, with `path` in front of sys.path.
@@ -66,12 +50,7 @@ class LayoutsCli : public ::testing::Test {
     std::string code = "import sys\n";
     if (!path_dir.empty()) code += "sys.path.insert(0, " + json(path_dir).dump() + ")\n";
     code += "import torch\n";
-    std::vector<std::string> argv = {python.string(), "-I", "-B", "-c", code};
-    if (venvfix::testing::hermetic_available()) {
-      argv.insert(argv.begin(), {venvfix::testing::hermetic_runner().string(),
-                                 venvfix::testing::test_world().hermetic_cache.string(), "--"});
-    }
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
+    return venvfix::testing::run_hermetic({python.string(), "-I", "-B", "-c", code});
   }
 
   json doctor(const fs::path& where, int expected_exit) {
@@ -106,15 +85,12 @@ class LayoutsCli : public ::testing::Test {
     json report = applied.exit_code == 0 ? json::parse(applied.out) : json::object();
     doctor(env, 0);
     if (!outside.empty()) {
-      auto outside_after = fingerprint(outside);
-      EXPECT_EQ(outside_after, outside_before)
-          << ::testing::PrintToString(fingerprint_diff(outside_before, outside_after));
+      expect_tree_is(outside, outside_before);
     }
     if (report.contains("snapshot") && report["snapshot"].is_string()) {
       CommandResult rolled = venvfix(env, {"rollback", report["snapshot"].get<std::string>()});
       EXPECT_EQ(rolled.exit_code, 0) << rolled.out << rolled.err;
-      auto after = fingerprint(env);
-      EXPECT_EQ(after, broken) << ::testing::PrintToString(fingerprint_diff(broken, after));
+      expect_tree_is(env, broken);
     }
     return report;
   }
@@ -138,7 +114,6 @@ class LayoutsCli : public ::testing::Test {
     EXPECT_EQ(applied["verification"]["probe"]["ok"], true) << applied.dump(2);
   }
 
-  std::optional<TempDir> m_dir;
   fs::path m_index_root;  // the index of the world the scenario came from (default: test_world())
   std::optional<venvfix::testing::IndexServer> m_index;
 };
@@ -158,7 +133,7 @@ TEST_F(LayoutsCli, SeedInAVenvOfPython313) {
 }
 
 TEST_F(LayoutsCli, PipPrefixTreeWithALinkedInterpreter) {
-  fs::path prefix = venvfix::testing::make_scenario("prefix-seed", m_dir->path());
+  fs::path prefix = scenario("prefix-seed");
   ASSERT_FALSE(fs::exists(prefix / "pyvenv.cfg"));
   if (venvfix::testing::hermetic_available()) {
     ASSERT_NE(import_torch(prefix / "bin/python3", site(prefix).string()).exit_code, 0);
@@ -173,7 +148,7 @@ TEST_F(LayoutsCli, PipPrefixTreeWithALinkedInterpreter) {
 
 TEST_F(LayoutsCli, DebianStylePrefixKeepsTheSystemsPackages) {
   if (!fs::exists("/usr/bin/python3.11")) GTEST_SKIP() << "no Debian python3.11";
-  fs::path prefix = venvfix::testing::make_scenario("debian-seed", m_dir->path());
+  fs::path prefix = scenario("debian-seed");
   const fs::path system = prefix / "lib/python3/dist-packages";
   json report = doctor(prefix, 3);
   EXPECT_THAT(problems(report), ::testing::UnorderedElementsAreArray(k_seed_problems))
@@ -195,7 +170,7 @@ TEST_F(LayoutsCli, DebianStylePrefixKeepsTheSystemsPackages) {
 }
 
 TEST_F(LayoutsCli, UvShapedVenv) {
-  fs::path venv = venvfix::testing::make_scenario("uv-seed", m_dir->path());
+  fs::path venv = scenario("uv-seed");
   ASSERT_FALSE(fs::exists(site(venv) / "pip"));
   json report = doctor(venv, 3);
   EXPECT_THAT(problems(report), ::testing::UnorderedElementsAreArray(k_seed_problems))
@@ -245,9 +220,7 @@ TEST_F(LayoutsCli, GhostInTheBaseIsFoundAndRepairedInTheBase) {
     CommandResult imported = import_torch(venv / "bin/python");
     EXPECT_EQ(imported.exit_code, 0) << imported.err;
   }
-  auto venv_after = fingerprint(venv);
-  EXPECT_EQ(venv_after, venv_before)
-      << ::testing::PrintToString(fingerprint_diff(venv_before, venv_after));
+  expect_tree_is(venv, venv_before);
 }
 
 TEST_F(LayoutsCli, GhostInTheVenvShadowingAHealthyBase) {
@@ -265,7 +238,7 @@ TEST_F(LayoutsCli, GhostInTheVenvShadowingAHealthyBase) {
 // state goes under the cache directory, keyed by the prefix path, and it says so.
 TEST_F(LayoutsCli, ReadOnlyPrefixKeepsItsStateInTheCache) {
   if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare";
-  fs::path prefix = venvfix::testing::make_scenario("prefix-seed", m_dir->path());
+  fs::path prefix = scenario("prefix-seed");
   const fs::path cache = path("cache");
   CommandResult result = venvfix::testing::run_command(
       {"unshare", "-m", "--propagation", "private", "sh", "-c",

@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fetch/test_server.hpp"
-#include "support/paths.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/base/fs.hpp"
@@ -18,21 +19,13 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using txn::testing::expect_tree_is;
 using txn::testing::fingerprint;
-using txn::testing::fingerprint_diff;
 using venvfix::testing::CommandResult;
 
-class PlanOffline : public ::testing::Test {
+class PlanOffline : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-plan-offline-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
-  fs::path scenario(const std::string& name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
+  PlanOffline() : ScratchTest("venvfix-plan-offline-") {}
   void start(std::vector<std::string> extra = {}) {
     extra.insert(extra.begin(), {"--log", path("requests.log").string()});
     m_server = std::make_unique<venvfix::testing::TestServer>(
@@ -43,26 +36,10 @@ class PlanOffline : public ::testing::Test {
   void stop() { m_server.reset(); }
 
   // venvfix with this test's index URL (also once the server is gone) and cache.
-  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args) {
-    const auto& world = venvfix::testing::test_world();
-    std::vector<std::string> argv;
-    if (venvfix::testing::hermetic_available()) {
-      argv = {venvfix::testing::hermetic_runner().string(), world.hermetic_cache.string(), "--"};
-    }
-    std::vector<std::string> base = {venvfix::testing::venvfix_binary(),
-                                     "--venv",
-                                     venv.string(),
-                                     "--index-url",
-                                     m_index_url,
-                                     "--cache-dir",
-                                     path("cache").string(),
-                                     "--ld-cache",
-                                     world.hermetic_cache.string(),
-                                     "--timeout",
-                                     "5"};
-    argv.insert(argv.end(), base.begin(), base.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args) {
+    return venvfix::testing::run_venvfix(
+        {.index_url = m_index_url, .cache_dir = path("cache"), .options = {"--timeout", "5"}}, venv,
+        args);
   }
 
   // Requests the server saw for project pages (/simple/<name>/), the log emptied.
@@ -79,12 +56,6 @@ class PlanOffline : public ::testing::Test {
     return out;
   }
 
-  void expect_unchanged(const fs::path& venv, const std::map<std::string, std::string>& before) {
-    auto after = fingerprint(venv);
-    EXPECT_EQ(after, before) << ::testing::PrintToString(fingerprint_diff(before, after));
-  }
-
-  std::optional<TempDir> m_dir;
   std::unique_ptr<venvfix::testing::TestServer> m_server;
   std::string m_index_url;
 };
@@ -140,7 +111,7 @@ TEST_F(PlanOffline, AProjectNoRunCachedIsExit4NamingIt) {
   CommandResult apply = venvfix(venv, {"--offline", "apply", "--yes"});
   EXPECT_EQ(apply.exit_code, 4) << apply.out << apply.err;
   EXPECT_THAT(apply.err, HasSubstr("'nvidia-cudnn-cu12'"));
-  expect_unchanged(venv, before);
+  expect_tree_is(venv, before);
 }
 
 TEST_F(PlanOffline, AWheelNoRunCachedIsExit4NamingIt) {
@@ -154,7 +125,7 @@ TEST_F(PlanOffline, AWheelNoRunCachedIsExit4NamingIt) {
   EXPECT_EQ(applied.exit_code, 4) << applied.out << applied.err;
   EXPECT_THAT(applied.err, HasSubstr("offline"));
   EXPECT_THAT(applied.err, HasSubstr("nvidia_cudnn_cu12-9.10.2.21-"));
-  expect_unchanged(venv, before);
+  expect_tree_is(venv, before);
 }
 
 TEST_F(PlanOffline, FindLinksServeAProjectNoRunCached) {
@@ -186,12 +157,12 @@ TEST_F(PlanOffline, NoStorePagesAreNotCached) {
   CommandResult offline = venvfix(venv, {"--offline", "plan"});
   EXPECT_EQ(offline.exit_code, 4) << offline.out << offline.err;
   EXPECT_THAT(offline.err, HasSubstr("'nvidia-cudnn-cu12'"));
-  expect_unchanged(venv, before);
+  expect_tree_is(venv, before);
 }
 
 TEST_F(PlanOffline, FreshPagesAreNotAskedForAgain) {
   start({"--cache-control", "max-age=600"});
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   ASSERT_EQ(venvfix(venv, {"plan"}).exit_code, 3);
   EXPECT_FALSE(page_requests().empty());
   ASSERT_EQ(venvfix(venv, {"plan"}).exit_code, 3);

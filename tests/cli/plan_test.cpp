@@ -9,7 +9,8 @@
 
 #include "fetch/test_server.hpp"
 #include "plan/plan_test_support.hpp"
-#include "support/paths.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 
@@ -19,35 +20,19 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-class PlanCli : public ::testing::Test {
+class PlanCli : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-plan-cli-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path scenario(std::string_view name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
+  PlanCli() : ScratchTest("venvfix-plan-cli-") {}
   venvfix::testing::CommandResult run(
-      const fs::path& venv, std::vector<std::string> args,
+      const fs::path& venv, const std::vector<std::string>& args,
       const std::string& index_url = plan::testing::world_index_url()) {
-    const auto& world = venvfix::testing::test_world();
-    std::vector<std::string> argv = {venvfix::testing::venvfix_binary(),
-                                     "--venv",
-                                     venv.string(),
-                                     "--ld-cache",
-                                     world.hermetic_cache.string(),
-                                     "--index-url",
-                                     index_url,
-                                     "--cache-dir",
-                                     (m_dir->path() / "cache").string(),
-                                     "--timeout",
-                                     "5"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
+    return venvfix::testing::run_venvfix({.index_url = index_url,
+                                          .cache_dir = path("cache"),
+                                          .options = {"--timeout", "5"},
+                                          .hermetic = venvfix::testing::Hermetic::no,
+                                          .timeout_seconds = 120},
+                                         venv, args);
   }
-  std::optional<TempDir> m_dir;
 };
 
 TEST_F(PlanCli, SeedPlanIsDeterministicAndWrittenWithDashO) {

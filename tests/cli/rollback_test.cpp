@@ -12,26 +12,22 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/txn_cli_support.hpp"
+#include "support/scratch_test.hpp"
+#include "txn/txn_test_support.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
 
 namespace venvfix::txn {
 namespace {
 
+using testing::Entries;
+using testing::inodes_of;
 using testing::print_of;
 using testing::venvfix_cli;
 
-class RollbackCli : public ::testing::Test {
+class RollbackCli : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-rollback-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path scenario(std::string_view name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
-  std::optional<TempDir> m_dir;
+  RollbackCli() : ScratchTest("venvfix-rollback-test-") {}
 };
 
 TEST_F(RollbackCli, PipUninstallIsUndoneByteForByte) {
@@ -53,24 +49,6 @@ TEST_F(RollbackCli, PipUninstallIsUndoneByteForByte) {
   EXPECT_EQ(after, before) << describe_difference(before, after);
   auto doctor = venvfix_cli(venv, {"doctor"});
   EXPECT_EQ(doctor.exit_code, 0) << doctor.out << doctor.err;
-}
-
-// path -> inode of every entry under the venv except .venvfix/ (symlinks by their own inode).
-std::map<std::string, ino_t> inodes_of(const fs::path& root) {
-  std::map<std::string, ino_t> out;
-  std::error_code error;
-  for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
-       it.increment(error)) {
-    std::string rel = it->path().lexically_relative(root).string();
-    if (rel == ".venvfix") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) out[rel] = st.st_ino;
-  }
-  EXPECT_FALSE(error) << error.message();
-  return out;
 }
 
 // The paths whose inode differs between two maps, or that only one has.
@@ -108,21 +86,21 @@ TEST_F(RollbackCli, ForceReinstallOfOneDistributionRollsBackOnlyItsFiles) {
   }
   std::string dist_info_rel = dist_info.lexically_relative(venv).string();
   auto before = print_of(venv);
-  auto inodes_before = inodes_of(venv);
+  auto inodes_before = inodes_of(venv, Entries::all_but_directories);
   ASSERT_EQ(venvfix_cli(venv, {"snapshot", "create"}).exit_code, 0);
   auto pip = venvfix::testing::run_command(
       {(venv / "bin/python").string(), "-m", "pip", "install", "--force-reinstall", "--no-deps",
        "--no-index", "--find-links", venvfix::testing::test_world().wheels_dir.string(),
        "nvidia-cudnn-cu12==9.10.2.21"});
   ASSERT_EQ(pip.exit_code, 0) << pip.err;
-  auto inodes_pip = inodes_of(venv);
+  auto inodes_pip = inodes_of(venv, Entries::all_but_directories);
   std::set<std::string> by_pip = differing(inodes_before, inodes_pip);
   ASSERT_FALSE(by_pip.empty());
   auto rolled = venvfix_cli(venv, {"--json", "rollback"});
   ASSERT_EQ(rolled.exit_code, 0) << rolled.err;
   auto after = print_of(venv);
   EXPECT_EQ(after, before) << describe_difference(before, after);
-  auto inodes_after = inodes_of(venv);
+  auto inodes_after = inodes_of(venv, Entries::all_but_directories);
   EXPECT_EQ(inodes_after, inodes_before) << "the rollback did not put back the recorded inodes";
   std::set<std::string> by_rollback = differing(inodes_pip, inodes_after);
   EXPECT_EQ(by_rollback, by_pip);

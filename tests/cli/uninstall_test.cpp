@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "txn/apply_test_support.hpp"
 
 namespace venvfix {
@@ -13,66 +15,33 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using txn::testing::expect_tree_is;
 using txn::testing::fingerprint;
-using txn::testing::fingerprint_diff;
 using venvfix::testing::CommandResult;
+using venvfix::testing::import_torch;
+using venvfix::testing::run_pip;
 
-const std::map<std::string, std::string> k_pip_env = {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
-                                                      {"PIP_NO_INPUT", "1"},
-                                                      {"PIP_CONFIG_FILE", "/dev/null"}};
-
-class UninstallCli : public ::testing::Test {
+class UninstallCli : public venvfix::testing::ScratchTest {
  protected:
+  UninstallCli() : ScratchTest("venvfix-uninstall-cli-") {}
   void SetUp() override {
-    auto dir = TempDir::create("venvfix-uninstall-cli-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
+    ScratchTest::SetUp();
     m_index.emplace(venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir));
   }
 
-  CommandResult venvfix(const fs::path& venv, std::vector<std::string> args,
-                        std::string index_url = {}) {
-    const auto& world = venvfix::testing::test_world();
-    std::vector<std::string> argv;
-    if (venvfix::testing::hermetic_available()) {
-      argv = {venvfix::testing::hermetic_runner().string(), world.hermetic_cache.string(), "--"};
-    }
-    std::vector<std::string> base = {venvfix::testing::venvfix_binary(),
-                                     "--venv",
-                                     venv.string(),
-                                     "--index-url",
-                                     index_url.empty() ? m_index->url() : index_url,
-                                     "--cache-dir",
-                                     (m_dir->path() / "cache").string(),
-                                     "--ld-cache",
-                                     world.hermetic_cache.string(),
-                                     "-q"};
-    argv.insert(argv.end(), base.begin(), base.end());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 300);
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args,
+                        const std::string& index_url = {}) {
+    return venvfix::testing::run_venvfix(
+        {.index_url = index_url.empty() ? m_index->url() : index_url,
+         .cache_dir = path("cache"),
+         .options = {"-q"}},
+        venv, args);
   }
-
-  CommandResult pip(const fs::path& venv, std::vector<std::string> args) {
-    std::vector<std::string> argv = {(venv / "bin/python").string(), "-m", "pip"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return venvfix::testing::run_command(argv, k_pip_env, 300);
-  }
-
-  CommandResult import_torch(const fs::path& venv) {
-    std::vector<std::string> argv = {(venv / "bin/python").string(), "-c", "import torch"};
-    if (venvfix::testing::hermetic_available()) {
-      argv.insert(argv.begin(), {venvfix::testing::hermetic_runner().string(),
-                                 venvfix::testing::test_world().hermetic_cache.string(), "--"});
-    }
-    return venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
-  }
-
-  std::optional<TempDir> m_dir;
   std::optional<venvfix::testing::IndexServer> m_index;
 };
 
 TEST_F(UninstallCli, AHarmlessRemovalGoesThroughLikePips) {
-  fs::path venv = venvfix::testing::make_scenario("seed", m_dir->path());
+  fs::path venv = scenario("seed");
   // nvidia-cublas 13 is the seed's leftover: nothing loads it.
   CommandResult removed = venvfix(venv, {"--json", "uninstall", "nvidia-cublas"});
   ASSERT_EQ(removed.exit_code, 0) << removed.out << removed.err;
@@ -81,7 +50,7 @@ TEST_F(UninstallCli, AHarmlessRemovalGoesThroughLikePips) {
   EXPECT_EQ(report["command"], "uninstall");
   ASSERT_EQ(report["actions"].size(), 1u);
   EXPECT_GT(report["actions"][0]["files_removed"].get<int>(), 0);
-  CommandResult list = pip(venv, {"list"});
+  CommandResult list = run_pip(venv, {"list"});
   EXPECT_THAT(list.out, ::testing::Not(HasSubstr("nvidia-cublas ")));
   for (const auto& [rel, value] : fingerprint(venv)) {
     EXPECT_EQ(rel.find("nvidia/cu13/lib/libcublas"), std::string::npos) << rel;
@@ -89,7 +58,7 @@ TEST_F(UninstallCli, AHarmlessRemovalGoesThroughLikePips) {
 }
 
 TEST_F(UninstallCli, RefusesToBreakTorchUnlessForced) {
-  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  fs::path venv = scenario("healthy");
   const auto before = fingerprint(venv);
   CommandResult refused = venvfix(venv, {"uninstall", "nvidia-cudnn-cu12"});
   EXPECT_EQ(refused.exit_code, 3) << refused.out << refused.err;
@@ -97,12 +66,11 @@ TEST_F(UninstallCli, RefusesToBreakTorchUnlessForced) {
   EXPECT_THAT(refused.err, HasSubstr("torch"));
   EXPECT_THAT(refused.err, HasSubstr("--force"));
   EXPECT_THAT(refused.err, HasSubstr("unchanged"));
-  auto after = fingerprint(venv);
-  EXPECT_EQ(after, before) << ::testing::PrintToString(fingerprint_diff(before, after));
+  expect_tree_is(venv, before);
 
   CommandResult forced = venvfix(venv, {"uninstall", "nvidia-cudnn-cu12", "--force"});
   EXPECT_EQ(forced.exit_code, 0) << forced.out << forced.err;
-  EXPECT_THAT(pip(venv, {"list"}).out, ::testing::Not(HasSubstr("nvidia-cudnn-cu12")));
+  EXPECT_THAT(run_pip(venv, {"list"}).out, ::testing::Not(HasSubstr("nvidia-cudnn-cu12")));
   if (venvfix::testing::hermetic_available()) {
     CommandResult imported = import_torch(venv);
     EXPECT_NE(imported.exit_code, 0);
@@ -113,9 +81,9 @@ TEST_F(UninstallCli, RefusesToBreakTorchUnlessForced) {
 TEST_F(UninstallCli, RepairPutsBackWhatTheOtherBuildOverwrote) {
   // healthy + `pip install nvidia-cudnn-cu13`: cu13's files now sit in cu12's paths. Removing
   // cu13 would leave cu12 holding cu13's bytes (and, as pip does it, no files at all).
-  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  fs::path venv = scenario("healthy");
   CommandResult installed =
-      pip(venv, {"install", "--index-url", m_index->url(), "nvidia-cudnn-cu13==9.13.0.50"});
+      run_pip(venv, {"install", "--index-url", m_index->url(), "nvidia-cudnn-cu13==9.13.0.50"});
   ASSERT_EQ(installed.exit_code, 0) << installed.err;
   const auto before = fingerprint(venv);
   CommandResult refused = venvfix(venv, {"uninstall", "nvidia-cudnn-cu13"});
@@ -130,8 +98,8 @@ TEST_F(UninstallCli, RepairPutsBackWhatTheOtherBuildOverwrote) {
   json report = json::parse(repaired.out);
   EXPECT_EQ(report["verification"]["ok"], true);
   EXPECT_TRUE(report["snapshot"].is_string());
-  EXPECT_THAT(pip(venv, {"list"}).out, ::testing::Not(HasSubstr("nvidia-cudnn-cu13")));
-  CommandResult check = pip(venv, {"check"});
+  EXPECT_THAT(run_pip(venv, {"list"}).out, ::testing::Not(HasSubstr("nvidia-cudnn-cu13")));
+  CommandResult check = run_pip(venv, {"check"});
   EXPECT_EQ(check.exit_code, 0) << check.out;
   if (venvfix::testing::hermetic_available()) {
     CommandResult imported = import_torch(venv);
@@ -142,7 +110,7 @@ TEST_F(UninstallCli, RepairPutsBackWhatTheOtherBuildOverwrote) {
 // The refusal needs no index: with one that cannot be reached, a removal that would break torch
 // is still refused with exit 3 naming the soname (not exit 4); only --repair reads the index.
 TEST_F(UninstallCli, RefusesWithoutTheIndex) {
-  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  fs::path venv = scenario("healthy");
   const auto before = fingerprint(venv);
   const std::string unreachable = "http://127.0.0.1:9/simple";  // the discard port: refused
   CommandResult refused = venvfix(venv, {"uninstall", "nvidia-cudnn-cu12"}, unreachable);
@@ -160,7 +128,7 @@ TEST_F(UninstallCli, RefusesWithoutTheIndex) {
 
   // cu13 over cu12: --repair needs the index for cu12's wheel, and says so (exit 4).
   CommandResult installed =
-      pip(venv, {"install", "--index-url", m_index->url(), "nvidia-cudnn-cu13==9.13.0.50"});
+      run_pip(venv, {"install", "--index-url", m_index->url(), "nvidia-cudnn-cu13==9.13.0.50"});
   ASSERT_EQ(installed.exit_code, 0) << installed.err;
   const auto mixed = fingerprint(venv);
   CommandResult repair = venvfix(venv, {"uninstall", "nvidia-cudnn-cu13", "--repair"}, unreachable);

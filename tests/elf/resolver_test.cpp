@@ -103,19 +103,25 @@ class ElfResolver : public ::testing::Test {
     return nullptr;
   }
 
+  // a/liba.so needs b/libb.so.1, which needs c/libc_dep.so.1; liba names b/ and c/ in its
+  // DT_RPATH or DT_RUNPATH (`tags`): whether libb's need finds c/ through its loader.
+  LoadGraph load_chain(Tags tags) {
+    build_shared_object(path("c/libc_dep.so.1"), SharedObject("libc_dep.so.1"));
+    build_shared_object(path("b/libb.so.1"),
+                        SharedObject("libb.so.1").needs(path("c/libc_dep.so.1")));
+    build_shared_object(path("a/liba.so"),
+                        SharedObject("liba.so")
+                            .needs(path("b/libb.so.1"))
+                            .with_rpath({path("b").string(), path("c").string()}, tags));
+    return load(m_host, path("a/liba.so"));
+  }
+
   std::optional<TempDir> m_dir;
   SystemView m_host;
 };
 
 TEST_F(ElfResolver, RpathIsInheritedThroughTheLoaderChain) {
-  build_shared_object(path("c/libc_dep.so.1"), SharedObject("libc_dep.so.1"));
-  build_shared_object(path("b/libb.so.1"),
-                      SharedObject("libb.so.1").needs(path("c/libc_dep.so.1")));
-  build_shared_object(path("a/liba.so"),
-                      SharedObject("liba.so")
-                          .needs(path("b/libb.so.1"))
-                          .with_rpath({path("b").string(), path("c").string()}, Tags::rpath));
-  LoadGraph graph = load(m_host, path("a/liba.so"));
+  LoadGraph graph = load_chain(Tags::rpath);
   const Resolution* r = need(graph, "libb.so.1", "libc_dep.so.1");
   ASSERT_NE(r, nullptr);
   ASSERT_TRUE(r->resolved()) << r->error;
@@ -128,14 +134,7 @@ TEST_F(ElfResolver, RpathIsInheritedThroughTheLoaderChain) {
 }
 
 TEST_F(ElfResolver, RunpathIsNotInherited) {
-  build_shared_object(path("c/libc_dep.so.1"), SharedObject("libc_dep.so.1"));
-  build_shared_object(path("b/libb.so.1"),
-                      SharedObject("libb.so.1").needs(path("c/libc_dep.so.1")));
-  build_shared_object(path("a/liba.so"),
-                      SharedObject("liba.so")
-                          .needs(path("b/libb.so.1"))
-                          .with_rpath({path("b").string(), path("c").string()}, Tags::runpath));
-  LoadGraph graph = load(m_host, path("a/liba.so"));
+  LoadGraph graph = load_chain(Tags::runpath);
   const Resolution* b = need(graph, "liba.so", "libb.so.1");
   ASSERT_NE(b, nullptr);
   ASSERT_TRUE(b->resolved());

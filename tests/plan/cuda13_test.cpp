@@ -11,6 +11,8 @@
 #include <map>
 
 #include "plan/plan_test_support.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 #include "venvfix/pep/name.hpp"
 
 namespace venvfix::plan {
@@ -24,10 +26,8 @@ using namespace venvfix::plan::testing;
 // name -> "version file"
 using Chosen = std::map<std::string, std::string>;
 
-const std::map<std::string, std::string> k_pip_env = {{"PIP_CONFIG_FILE", "/dev/null"},
-                                                      {"PIP_DISABLE_PIP_VERSION_CHECK", "1"},
-                                                      {"PIP_NO_CACHE_DIR", "1"},
-                                                      {"PIP_NO_INPUT", "1"}};
+// pip as the judge runs it: nothing from (or into) the machine's wheel cache.
+const std::map<std::string, std::string> k_no_cache = {{"PIP_NO_CACHE_DIR", "1"}};
 
 std::string file_of_url(std::string url) {
   url = url.substr(url.rfind('/') + 1);
@@ -36,20 +36,11 @@ std::string file_of_url(std::string url) {
   return url;
 }
 
-class PlanCuda13 : public ::testing::Test {
+class PlanCuda13 : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-plan-cuda13-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path scenario(std::string_view name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
-  void pip(const fs::path& venv, std::vector<std::string> args) {
-    std::vector<std::string> argv = {(venv / "bin/python").string(), "-m", "pip"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto result = venvfix::testing::run_command(argv, k_pip_env, 300);
+  PlanCuda13() : ScratchTest("venvfix-plan-cuda13-") {}
+  static void pip(const fs::path& venv, const std::vector<std::string>& args) {
+    auto result = venvfix::testing::run_pip(venv, args, k_no_cache);
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   // Every installed distribution that manifests/ knows (NVIDIA wheels and cuda-toolkit).
@@ -63,16 +54,18 @@ class PlanCuda13 : public ::testing::Test {
   // What real pip installs for `requirement` from the world's index into a fresh venv made
   // from `like`'s interpreter, restricted to the distributions manifests/ knows.
   Chosen pip_choice(const fs::path& like, const std::string& requirement) {
-    fs::path throwaway = m_dir->path() / "pip-judge";
-    fs::path report = m_dir->path() / "pip-report.json";
+    fs::path throwaway = path("pip-judge");
+    fs::path report = path("pip-report.json");
+    // ensurepip runs pip: without the machine's configuration or cache either.
     auto made = venvfix::testing::run_command(
-        {(like / "bin/python").string(), "-m", "venv", throwaway.string()}, k_pip_env, 300);
+        {(like / "bin/python").string(), "-m", "venv", throwaway.string()},
+        {{"PIP_CONFIG_FILE", "/dev/null"}, {"PIP_NO_CACHE_DIR", "1"}}, 300);
     if (made.exit_code != 0) throw std::runtime_error(made.err);
-    auto result = venvfix::testing::run_command(
-        {(throwaway / "bin/python").string(), "-m", "pip", "install", "--dry-run",
-         "--ignore-installed", "--report", report.string(), "-q", "--index-url", world_index_url(),
-         requirement},
-        k_pip_env, 300);
+    auto result = venvfix::testing::run_pip(
+        throwaway,
+        {"install", "--dry-run", "--ignore-installed", "--report", report.string(), "-q",
+         "--index-url", world_index_url(), requirement},
+        k_no_cache);
     if (result.exit_code != 0) throw std::runtime_error(result.err);
     std::ifstream in(report);
     nlohmann::json doc = nlohmann::json::parse(in);
@@ -86,11 +79,7 @@ class PlanCuda13 : public ::testing::Test {
     return out;
   }
   Plan plan(const fs::path& venv, const std::vector<std::string>& index_urls) {
-    verify::Analysis analysis = analyse(venv);
-    index::IndexClient client(index_config(index_urls, m_dir->path() / "cache"));
-    auto made = make_plan(analysis, manifests(), client, {});
-    if (!made) throw std::runtime_error(made.error().message);
-    return std::move(made).value();
+    return plan_venv(venv, index_urls, path("cache"));
   }
   static Chosen installs(const Plan& made) {
     Chosen out;
@@ -101,7 +90,6 @@ class PlanCuda13 : public ::testing::Test {
     }
     return out;
   }
-  std::optional<TempDir> m_dir;
 };
 
 TEST_F(PlanCuda13, RealCuda13WheelSetMatchesPip) {
@@ -174,10 +162,10 @@ TEST_F(PlanCuda13, AnIndexWithOnlyThePlaceholderIsNamedNeverPlanned) {
   pip(venv, {"uninstall", "-q", "-y", "nvidia-cublas"});
   // cuda-toolkit stays installed (its pins are read from it); the index has nothing but the
   // 0.0.1 sdist of nvidia-cublas-cu13.
-  fs::path root = flat_index(m_dir->path() / "stub-index",
-                             {{"nvidia-cublas-cu13", "nvidia_cublas_cu13-0.0.1.tar.gz"}});
+  fs::path root =
+      flat_index(path("stub-index"), {{"nvidia-cublas-cu13", "nvidia_cublas_cu13-0.0.1.tar.gz"}});
   verify::Analysis analysis = analyse(venv);
-  index::IndexClient client(index_config({"file://" + root.string()}, m_dir->path() / "cache"));
+  index::IndexClient client(index_config({"file://" + root.string()}, path("cache")));
   auto made = make_plan(analysis, manifests(), client, {});
   ASSERT_FALSE(made);
   EXPECT_EQ(made.error().code, ExitCode::network);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/manifests.hpp"
 #include "support/paths.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
@@ -37,15 +38,7 @@ inline const std::string& world_index_url() {
   return url;
 }
 
-inline const manifest::Manifests& manifests() {
-  static std::optional<manifest::Manifests> loaded;
-  if (!loaded) {
-    auto result = manifest::Manifests::load(venvfix::testing::source_dir() / "manifests");
-    if (!result) throw std::runtime_error(result.error().message);
-    loaded.emplace(std::move(result).value());
-  }
-  return *loaded;
-}
+using venvfix::testing::manifests;
 
 // The loader's view with the world's hermetic cache: no host CUDA directory.
 inline elf::SystemView hermetic_view() {
@@ -76,6 +69,18 @@ inline index::IndexConfig index_config(const std::vector<std::string>& index_url
   config.max_retries = 1;
   config.retry_base_delay_seconds = 0.05;
   return config;
+}
+
+// The plan for the venv at `venv_root` (analysed for `targets`) from `index_urls`, with the
+// download cache at `cache_dir`. Throws on an error, which fails the calling test.
+inline Plan plan_venv(const fs::path& venv_root, const std::vector<std::string>& index_urls,
+                      const fs::path& cache_dir, const PlanOptions& options = {},
+                      std::vector<std::string> targets = {}) {
+  verify::Analysis analysis = analyse(venv_root, std::move(targets));
+  index::IndexClient client(index_config(index_urls, cache_dir));
+  auto made = make_plan(analysis, manifests(), client, options);
+  if (!made) throw std::runtime_error(made.error().message);
+  return std::move(made).value();
 }
 
 // One line per action: "install nvidia-cudnn-cu12 9.10.2.21 pin", "remove x 1.0 uninstall".

@@ -7,6 +7,8 @@
 
 #include "elf/elf_test_support.hpp"
 #include "plan/plan_test_support.hpp"
+#include "support/commands.hpp"
+#include "support/scratch_test.hpp"
 
 namespace venvfix::plan {
 namespace {
@@ -16,46 +18,27 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using namespace venvfix::plan::testing;
 
-class PlanMake : public ::testing::Test {
+class PlanMake : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-plan-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  // A copy of its own, for a test that changes the venv.
-  fs::path scenario(std::string_view name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
-  Plan plan(const fs::path& venv, PlanOptions options = {}, std::vector<std::string> targets = {}) {
-    verify::Analysis analysis = analyse(venv, std::move(targets));
-    index::IndexClient client(index_config({world_index_url()}, m_dir->path() / "cache"));
-    auto made = make_plan(analysis, manifests(), client, options);
-    if (!made) throw std::runtime_error(made.error().message);
-    return std::move(made).value();
+  PlanMake() : ScratchTest("venvfix-plan-test-") {}
+  // (scenario(): a copy of its own, for a test that changes the venv.)
+  Plan plan(const fs::path& venv, const PlanOptions& options = {},
+            std::vector<std::string> targets = {}) {
+    return plan_venv(venv, {world_index_url()}, path("cache"), options, std::move(targets));
   }
   // pip, as users run it, from the world's index.
-  void pip_install(const fs::path& venv, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {(venv / "bin/python").string(),
-                                     "-m",
-                                     "pip",
-                                     "install",
-                                     "-q",
-                                     "--index-url",
-                                     world_index_url()};
+  static void pip_install(const fs::path& venv, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"install", "-q", "--index-url", world_index_url()};
     argv.insert(argv.end(), args.begin(), args.end());
-    auto result = venvfix::testing::run_command(
-        argv, {{"PIP_CONFIG_FILE", "/dev/null"}, {"PIP_DISABLE_PIP_VERSION_CHECK", "1"}}, 300);
+    auto result = venvfix::testing::run_pip(venv, argv);
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
-  void pip_uninstall(const fs::path& venv, const std::vector<std::string>& names) {
-    std::vector<std::string> argv = {
-        (venv / "bin/python").string(), "-m", "pip", "uninstall", "-q", "-y"};
+  static void pip_uninstall(const fs::path& venv, const std::vector<std::string>& names) {
+    std::vector<std::string> argv = {"uninstall", "-q", "-y"};
     argv.insert(argv.end(), names.begin(), names.end());
-    auto result = venvfix::testing::run_command(argv, {{"PIP_CONFIG_FILE", "/dev/null"}}, 300);
+    auto result = venvfix::testing::run_pip(venv, argv);
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
-  std::optional<TempDir> m_dir;
 };
 
 const Action* find_action(const Plan& plan, std::string_view dist) {
@@ -177,7 +160,7 @@ TEST_F(PlanMake, MetaPackageMetadataAndDigestsComeFromTheWheelsWhenTheIndexHasNo
   }
   verify::Analysis analysis = analyse(venv);
   index::IndexClient client(
-      index_config({"file://" + root.string(), world_index_url()}, m_dir->path() / "cache"));
+      index_config({"file://" + root.string(), world_index_url()}, path("cache")));
   auto made = make_plan(analysis, manifests(), client, {});
   ASSERT_TRUE(made) << made.error().message;
   EXPECT_THAT(summary(*made),
@@ -199,7 +182,7 @@ TEST_F(PlanMake, SeedOnTheHostViewPlansTheSameInstallForTheEscapedSoname) {
   ASSERT_TRUE(host);
   auto analysis = verify::analyze(std::move(venv).value(), manifests(), *host, {});
   ASSERT_TRUE(analysis);
-  index::IndexClient client(index_config({world_index_url()}, m_dir->path() / "cache"));
+  index::IndexClient client(index_config({world_index_url()}, path("cache")));
   auto made = make_plan(*analysis, manifests(), client, {});
   ASSERT_TRUE(made) << made.error().message;
   // The loader takes the system's libcudnn.so.9 today; after the install the venv's copy is
@@ -254,7 +237,7 @@ TEST_F(PlanMake, UninstallingWhatTorchPinsCannotBeRepaired) {
 
 TEST_F(PlanMake, UninstallOfWhatIsNotInstalledIsBadInput) {
   verify::Analysis analysis = analyse(shared_scenario("healthy"));
-  index::IndexClient client(index_config({world_index_url()}, m_dir->path() / "cache"));
+  index::IndexClient client(index_config({world_index_url()}, path("cache")));
   PlanOptions options;
   options.uninstall = {"no-such-dist"};
   auto made = make_plan(analysis, manifests(), client, options);

@@ -5,20 +5,16 @@
 #include <fstream>
 
 #include "plan/plan_test_support.hpp"
+#include "support/scratch_test.hpp"
 
 namespace venvfix::plan {
 namespace {
 
 using namespace venvfix::plan::testing;
 
-class PlanStateDigest : public ::testing::Test {
+class PlanStateDigest : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-plan-state-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  std::optional<TempDir> m_dir;
+  PlanStateDigest() : ScratchTest("venvfix-plan-state-") {}
 };
 
 TEST_F(PlanStateDigest, SameStateSameDigestWhereverTheVenvLives) {
@@ -38,7 +34,7 @@ TEST_F(PlanStateDigest, SameStateSameDigestWhereverTheVenvLives) {
 }
 
 TEST_F(PlanStateDigest, ChangesWithWhatTheChecksSee) {
-  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  fs::path venv = scenario("healthy");
   fs::path site = site_packages_of(venv);
   std::string healthy = state_digest(analyse(venv));
 

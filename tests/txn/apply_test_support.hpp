@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "support/paths.hpp"
+#include "support/venv_tree.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
@@ -27,28 +28,20 @@ using venvfix::testing::run_command;
 // except <root>/.venvfix (venvfix's own state: lock, hash cache, snapshots).
 inline std::map<std::string, std::string> fingerprint(const fs::path& root) {
   std::map<std::string, std::string> out;
-  std::error_code error;
-  for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
-       it.increment(error)) {
-    std::string rel = it->path().lexically_relative(root).generic_string();
-    if (rel == ".venvfix") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) != 0) continue;
+  (void)venvfix::testing::walk_venv_tree(root, [&](const std::string& rel, const struct stat& st) {
+    const fs::path path = root / rel;
     std::ostringstream line;
     if (S_ISLNK(st.st_mode)) {
-      line << "link -> " << fs::read_symlink(it->path()).string();
+      line << "link -> " << fs::read_symlink(path).string();
     } else if (S_ISDIR(st.st_mode)) {
       line << "dir " << std::oct << (st.st_mode & 07777);
     } else {
-      auto digest = sha256_file(it->path());
+      auto digest = sha256_file(path);
       line << "file " << std::oct << (st.st_mode & 07777) << std::dec << " " << st.st_size << " "
            << (digest ? to_hex(*digest) : std::string("unreadable"));
     }
     out[rel] = line.str();
-  }
+  });
   return out;
 }
 
@@ -68,6 +61,13 @@ inline std::vector<std::string> fingerprint_diff(const std::map<std::string, std
     if (!a.count(path)) out.push_back("+" + path);
   }
   return out;
+}
+
+// The tree under `root` fingerprints as `expected`; a failure lists the entries that differ.
+inline void expect_tree_is(const fs::path& root,
+                           const std::map<std::string, std::string>& expected) {
+  const auto now = fingerprint(root);
+  EXPECT_EQ(now, expected) << ::testing::PrintToString(fingerprint_diff(expected, now));
 }
 
 struct MadeWheel {

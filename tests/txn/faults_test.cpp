@@ -15,21 +15,14 @@
 namespace venvfix::txn {
 namespace {
 
+using testing::expect_begin_refused;
+using testing::expect_execute_fails_then_rolls_back;
+using testing::expect_venv_is;
 using testing::fingerprint;
 using testing::k_site;
 using testing::make_small_venv;
+using testing::replace_and_remove;
 using testing::write_text;
-
-ChangeSet replace_and_remove(const env::Venv& venv) {
-  auto staging = make_staging_dir(venv);
-  EXPECT_TRUE(staging);
-  write_text(*staging / k_site / "pkg/__init__.py", "x = 2\n");
-  write_text(*staging / k_site / "newpkg/a.py", "a\n");
-  return ChangeSet{"fault test",
-                   *staging,
-                   {k_site + "/pkg/__init__.py", k_site + "/newpkg/a.py"},
-                   {k_site + "/pkg/__init__.py", k_site + "/other/mod.py"}};
-}
 
 TEST(TxnFaults, FileThatCannotBeMovedRollsBackWithItsName) {
   auto dir = TempDir::create("venvfix-fault-test-");
@@ -50,18 +43,14 @@ TEST(TxnFaults, FileThatCannotBeMovedRollsBackWithItsName) {
   ASSERT_TRUE(lock);
   auto txn = Transaction::begin(venv, *lock, replace_and_remove(venv));
   ASSERT_TRUE(txn) << txn.error().message;
-  auto executed = txn->execute();
-  ASSERT_FALSE(executed);
-  EXPECT_NE(executed.error().message.find(stuck.string()), std::string::npos)
-      << executed.error().message;
-  ASSERT_TRUE(txn->roll_back());
+  // Not behind ASSERT_NO_FATAL_FAILURE: the immutable file must be freed again either way.
+  expect_execute_fails_then_rolls_back(*txn, {stuck.string()});
   if (immutable) {
     EXPECT_EQ(venvfix::testing::run_command({"chattr", "-i", stuck.string()}).exit_code, 0);
   } else {
     fs::permissions(stuck.parent_path(), fs::perms(0755));
   }
-  auto after = fingerprint(venv);
-  EXPECT_EQ(after, before) << describe_difference(before, after);
+  expect_venv_is(venv, before);
   EXPECT_FALSE(fs::exists(journal_file(venv)));
 }
 
@@ -105,12 +94,8 @@ TEST_F(TxnEnospc, FullBeforeTheJournalChangesNothing) {
   ChangeSet changes = replace_and_remove(venv);
   auto before = fingerprint(venv);
   fill();
-  auto txn = Transaction::begin(venv, *lock, changes);
-  ASSERT_FALSE(txn);
-  EXPECT_NE(txn.error().message.find("No space left on device"), std::string::npos)
-      << txn.error().message;
-  EXPECT_TRUE(require_no_unfinished_transaction(venv));
-  EXPECT_EQ(fingerprint(venv), before);
+  ASSERT_NO_FATAL_FAILURE(expect_begin_refused(Transaction::begin(venv, *lock, changes), venv,
+                                               before, "No space left on device"));
   auto snapshot = create_snapshot(venv, *lock, "full");
   ASSERT_FALSE(snapshot);
   EXPECT_NE(snapshot.error().message.find("No space left on device"), std::string::npos)
@@ -129,14 +114,8 @@ TEST_F(TxnEnospc, FullDuringExecuteRollsBack) {
   auto txn = Transaction::begin(venv, *lock, replace_and_remove(venv));
   ASSERT_TRUE(txn) << txn.error().message;
   fill();  // the snapshot directory and the new package directory cannot be created now
-  auto executed = txn->execute();
-  ASSERT_FALSE(executed);
-  EXPECT_NE(executed.error().message.find("No space left on device"), std::string::npos)
-      << executed.error().message;
-  auto rolled = txn->roll_back();
-  ASSERT_TRUE(rolled) << rolled.error().message;
-  auto after = fingerprint(venv);
-  EXPECT_EQ(after, before) << describe_difference(before, after);
+  ASSERT_NO_FATAL_FAILURE(expect_execute_fails_then_rolls_back(*txn, {"No space left on device"}));
+  expect_venv_is(venv, before);
 }
 
 }  // namespace

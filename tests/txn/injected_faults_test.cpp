@@ -21,23 +21,14 @@
 namespace venvfix::txn {
 namespace {
 
+using testing::expect_begin_refused;
+using testing::expect_execute_fails_then_rolls_back;
+using testing::expect_venv_is;
 using testing::fingerprint;
 using testing::k_site;
 using testing::make_small_venv;
-using testing::write_text;
+using testing::replace_and_remove;
 using Fault = FaultStepFs::Fault;
-
-// Replaces a file, removes one (its directory is pruned), adds one in a new directory.
-ChangeSet replace_and_remove(const env::Venv& venv) {
-  auto staging = make_staging_dir(venv);
-  EXPECT_TRUE(staging);
-  write_text(*staging / k_site / "pkg/__init__.py", "x = 2\n");
-  write_text(*staging / k_site / "newpkg/a.py", "a\n");
-  return ChangeSet{"fault test",
-                   *staging,
-                   {k_site + "/pkg/__init__.py", k_site + "/newpkg/a.py"},
-                   {k_site + "/pkg/__init__.py", k_site + "/other/mod.py"}};
-}
 
 // begin, execute, commit through `disk`; the first error's message ("" when none). An
 // uncommitted transaction is rolled back (through `disk` too) when it goes out of scope.
@@ -101,7 +92,7 @@ TEST_P(TxnInjectedFaults, AtEveryWriteEndsBeforeOrAfterWithOneError) {
     if (fault == Fault::fail_once && !committed) {
       // A transient fault before the commit: rolled back in process, nothing left to recover.
       EXPECT_TRUE(require_no_unfinished_transaction(venv));
-      EXPECT_EQ(fingerprint(venv), before) << describe_difference(before, fingerprint(venv));
+      expect_venv_is(venv, before);
       continue;
     }
     // The roll back (fail_on) or the cleanup after the commit could not finish: the journal
@@ -112,7 +103,7 @@ TEST_P(TxnInjectedFaults, AtEveryWriteEndsBeforeOrAfterWithOneError) {
     ASSERT_TRUE(report) << report.error().message;
     EXPECT_TRUE(require_no_unfinished_transaction(venv));
     const Fingerprint& expected = committed ? after : before;
-    EXPECT_EQ(fingerprint(venv), expected) << describe_difference(expected, fingerprint(venv));
+    expect_venv_is(venv, expected);
   }
 }
 
@@ -146,14 +137,9 @@ TEST_F(TxnSeamFaults, FileThatCannotBeMovedRollsBackWithItsName) {
   immutable.only({StepFs::Op::rename}, k_site + "/other/mod.py");
   auto txn = Transaction::begin(venv, *lock, replace_and_remove(venv), immutable);
   ASSERT_TRUE(txn) << txn.error().message;
-  auto executed = txn->execute();
-  ASSERT_FALSE(executed);
-  EXPECT_NE(executed.error().message.find(stuck.string()), std::string::npos)
-      << executed.error().message;
-  EXPECT_NE(executed.error().message.find(errno_message(EPERM)), std::string::npos);
-  ASSERT_TRUE(txn->roll_back());
-  auto after = fingerprint(venv);
-  EXPECT_EQ(after, before) << describe_difference(before, after);
+  ASSERT_NO_FATAL_FAILURE(
+      expect_execute_fails_then_rolls_back(*txn, {stuck.string(), errno_message(EPERM)}));
+  expect_venv_is(venv, before);
   EXPECT_FALSE(fs::exists(journal_file(venv)));
 }
 
@@ -170,12 +156,8 @@ TEST_F(TxnSeamFaults, FullBeforeTheJournalChangesNothing) {
   RealStepFs real;
   FaultStepFs full(real, 0, Fault::fail_on, ENOSPC);
   full.only(k_allocating);
-  auto txn = Transaction::begin(venv, *lock, changes, full);
-  ASSERT_FALSE(txn);
-  EXPECT_NE(txn.error().message.find("No space left on device"), std::string::npos)
-      << txn.error().message;
-  EXPECT_TRUE(require_no_unfinished_transaction(venv));
-  EXPECT_EQ(fingerprint(venv), before);
+  expect_begin_refused(Transaction::begin(venv, *lock, changes, full), venv, before,
+                       "No space left on device");
 }
 
 TEST_F(TxnSeamFaults, FullDuringExecuteRollsBack) {
@@ -199,14 +181,8 @@ TEST_F(TxnSeamFaults, FullDuringExecuteRollsBack) {
   full.only(k_allocating);
   auto txn = Transaction::begin(venv, *lock, replace_and_remove(venv), full);
   ASSERT_TRUE(txn) << txn.error().message;
-  auto executed = txn->execute();
-  ASSERT_FALSE(executed);
-  EXPECT_NE(executed.error().message.find("No space left on device"), std::string::npos)
-      << executed.error().message;
-  auto rolled = txn->roll_back();
-  ASSERT_TRUE(rolled) << rolled.error().message;
-  auto after = fingerprint(venv);
-  EXPECT_EQ(after, before) << describe_difference(before, after);
+  ASSERT_NO_FATAL_FAILURE(expect_execute_fails_then_rolls_back(*txn, {"No space left on device"}));
+  expect_venv_is(venv, before);
 }
 
 }  // namespace

@@ -13,29 +13,13 @@
 namespace venvfix::txn {
 namespace {
 
+using testing::Entries;
 using testing::fingerprint;
+using testing::inodes_of;
 using testing::k_site;
 using testing::make_small_venv;
 using testing::read_text;
 using testing::write_text;
-
-// path -> inode of every regular file under root except .venvfix/.
-std::map<std::string, ino_t> inodes_of(const fs::path& root) {
-  std::map<std::string, ino_t> out;
-  std::error_code error;
-  for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
-       it.increment(error)) {
-    std::string rel = it->path().lexically_relative(root).string();
-    if (rel == ".venvfix") {
-      it.disable_recursion_pending();
-      continue;
-    }
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) out[rel] = st.st_ino;
-  }
-  EXPECT_FALSE(error) << error.message();
-  return out;
-}
 
 std::size_t count_entries(const fs::path& dir) {
   std::size_t n = 0;
@@ -44,18 +28,9 @@ std::size_t count_entries(const fs::path& dir) {
   return n;
 }
 
-class TxnSnapshotStore : public ::testing::Test {
+class TxnSnapshotStore : public testing::LockedVenvTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-store-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-    m_venv = make_small_venv(m_dir->path());
-    auto lock = VenvLock::acquire(m_venv, LockWait::fail);
-    ASSERT_TRUE(lock) << lock.error().message;
-    m_lock.emplace(std::move(lock).value());
-  }
-  fs::path site() const { return m_venv.root / k_site; }
+  TxnSnapshotStore() : LockedVenvTest("venvfix-store-test-") {}
   fs::path store() const { return m_venv.state_dir() / "store"; }
   SnapshotInfo snapshot(const std::string& reason) {
     auto info = create_snapshot(m_venv, *m_lock, reason);
@@ -67,10 +42,6 @@ class TxnSnapshotStore : public ::testing::Test {
     write_text(site() / (rel + ".tmp"), text);
     fs::rename(site() / (rel + ".tmp"), site() / rel);
   }
-
-  std::optional<TempDir> m_dir;
-  env::Venv m_venv;
-  std::optional<VenvLock> m_lock;
 };
 
 TEST_F(TxnSnapshotStore, FirstSnapshotLinksEveryFileASecondOneNothing) {
@@ -96,7 +67,7 @@ TEST_F(TxnSnapshotStore, FirstSnapshotLinksEveryFileASecondOneNothing) {
 
 TEST_F(TxnSnapshotStore, RollbackMovesOnlyWhatDiffersAndPutsBackTheSameInodes) {
   auto before = fingerprint(m_venv);
-  auto inodes_before = inodes_of(m_venv.root);
+  auto inodes_before = inodes_of(m_venv.root, Entries::regular_files);
   SnapshotInfo info = snapshot("before pip");
   replace("pkg/__init__.py", "reinstalled\n");
   fs::remove(site() / "pkg/lib/libpkg.so");
@@ -107,7 +78,8 @@ TEST_F(TxnSnapshotStore, RollbackMovesOnlyWhatDiffersAndPutsBackTheSameInodes) {
   ASSERT_TRUE(undo) << undo.error().message;
   auto after = fingerprint(m_venv);
   EXPECT_EQ(after, before) << describe_difference(before, after);
-  EXPECT_EQ(inodes_of(m_venv.root), inodes_before) << "the stored inodes were not put back";
+  EXPECT_EQ(inodes_of(m_venv.root, Entries::regular_files), inodes_before)
+      << "the stored inodes were not put back";
   // What the rollback moved out: the replaced file, the wrong symlink and the new file.
   ASSERT_TRUE(undo->has_value());
   auto kept = find_snapshot(m_venv, **undo);

@@ -16,18 +16,9 @@ using testing::make_small_venv;
 using testing::read_text;
 using testing::write_text;
 
-class TxnSnapshot : public ::testing::Test {
+class TxnSnapshot : public testing::LockedVenvTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-snapshot-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-    m_venv = make_small_venv(m_dir->path());
-    auto lock = VenvLock::acquire(m_venv, LockWait::fail);
-    ASSERT_TRUE(lock) << lock.error().message;
-    m_lock.emplace(std::move(lock).value());
-  }
-  fs::path site() const { return m_venv.root / k_site; }
+  TxnSnapshot() : LockedVenvTest("venvfix-snapshot-test-") {}
 
   // What `pip uninstall` and `pip install` do: unlink, replace by rename, new dirs.
   void mess_up() {
@@ -40,10 +31,6 @@ class TxnSnapshot : public ::testing::Test {
     fs::remove(site() / "pkg/lib/libpkg.so");
     fs::create_symlink("elsewhere", site() / "pkg/lib/libpkg.so");
   }
-
-  std::optional<TempDir> m_dir;
-  env::Venv m_venv;
-  std::optional<VenvLock> m_lock;
 };
 
 TEST_F(TxnSnapshot, TreeSnapshotRestoresExactly) {

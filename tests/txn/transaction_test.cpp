@@ -17,17 +17,9 @@ using testing::make_small_venv;
 using testing::read_text;
 using testing::write_text;
 
-class TxnTransaction : public ::testing::Test {
+class TxnTransaction : public testing::LockedVenvTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-txn-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-    m_venv = make_small_venv(m_dir->path());
-    auto lock = VenvLock::acquire(m_venv, LockWait::fail);
-    ASSERT_TRUE(lock) << lock.error().message;
-    m_lock.emplace(std::move(lock).value());
-  }
+  TxnTransaction() : LockedVenvTest("venvfix-txn-test-") {}
 
   // A change set: replaces pkg/__init__.py, removes pkg/sub/deep/data.txt (pruning sub/ and
   // sub/deep/), adds newpkg/a/b.py (creating newpkg/ and newpkg/a/) and a symlink.
@@ -48,12 +40,6 @@ class TxnTransaction : public ::testing::Test {
                       k_site + "/not/there.py"};
     return changes;
   }
-
-  fs::path site() const { return m_venv.root / k_site; }
-
-  std::optional<TempDir> m_dir;
-  env::Venv m_venv;
-  std::optional<VenvLock> m_lock;
 };
 
 TEST_F(TxnTransaction, CommitMovesFilesAndPrunesEmptyDirectories) {

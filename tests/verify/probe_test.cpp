@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/manifests.hpp"
 #include "support/paths.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/elf/ld_cache.hpp"
@@ -22,28 +24,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const manifest::Manifests& manifests() {
-  static const manifest::Manifests loaded = [] {
-    auto m = manifest::Manifests::load(venvfix::testing::source_dir() / "manifests");
-    EXPECT_TRUE(m);
-    return std::move(m).value();
-  }();
-  return loaded;
-}
+using venvfix::testing::manifests;
 
 enum class View { hermetic, host };
 
-class Probe : public ::testing::Test {
+class Probe : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-probe-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
-  }
-  fs::path scenario(std::string_view name) {
-    return venvfix::testing::make_scenario(name, m_dir->path());
-  }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
+  Probe() : ScratchTest("venvfix-probe-test-") {}
 
   // The static analysis and the probe, in the same view.
   ProbeResult probe(const fs::path& root, View view, const std::string& statement = "",
@@ -83,8 +70,6 @@ class Probe : public ::testing::Test {
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return out;
   }
-
-  std::optional<TempDir> m_dir;
 };
 
 bool hermetic_possible() {

@@ -1,0 +1,51 @@
+// The commands the end-to-end tests run on the test world, set up one way: the venvfix binary
+// against one index and cache with the world's hermetic loader view, Python in the hermetic
+// mount namespace, and pip without the machine's configuration.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/world.hpp"
+
+namespace venvfix::testing {
+
+// `argv` behind tests/world/hermetic_run.sh and the world's hermetic ld.so.cache when this
+// process may use it (hermetic_available()): a dlopen in it sees no host CUDA. Else unchanged.
+std::vector<std::string> in_hermetic_namespace(std::vector<std::string> argv);
+
+// Runs `argv` in the hermetic namespace (where available) with an empty LD_LIBRARY_PATH.
+CommandResult run_hermetic(const std::vector<std::string>& argv, int timeout_seconds = 120);
+
+// `<venv>/bin/python -c "import torch"`, run as run_hermetic runs it (the host's view would
+// always find a cuDNN).
+CommandResult import_torch(const fs::path& venv);
+
+// `<venv>/bin/python -m pip <args>` with neither the machine's pip configuration nor a prompt
+// or version check; `extra_env` adds to (or overrides) that environment.
+CommandResult run_pip(const fs::path& venv, const std::vector<std::string>& args,
+                      const std::map<std::string, std::string>& extra_env = {});
+
+enum class Hermetic { yes, no };
+
+// How a test runs the venvfix binary: `venvfix <selector> WHERE --index-url <index_url>
+// --cache-dir <cache_dir> --ld-cache <the world's hermetic cache> <options> ARGS`, with an
+// empty LD_LIBRARY_PATH and `env`, inside the hermetic namespace when `hermetic` says so and it
+// is available (then a dlopen of the load check sees no host CUDA either).
+// (Every member has an initializer: a designated initializer may leave any of them out.)
+struct VenvfixCli {
+  std::string index_url = {};
+  fs::path cache_dir = {};
+  std::vector<std::string> options = {};  // before the command: "-q", "--timeout", "5"
+  Hermetic hermetic = Hermetic::yes;
+  std::string selector = "--venv";
+  std::map<std::string, std::string> env = {};
+  int timeout_seconds = 300;
+};
+
+CommandResult run_venvfix(const VenvfixCli& cli, const fs::path& where,
+                          const std::vector<std::string>& args);
+
+}  // namespace venvfix::testing
