@@ -30,6 +30,7 @@ const std::string k_requirement =
 
 std::vector<Version> parsed_versions() {
   std::vector<Version> out;
+  out.reserve(k_versions.size());
   for (const auto& s : k_versions) out.push_back(*Version::parse(s));
   return out;
 }
@@ -69,12 +70,14 @@ BENCHMARK(BM_VersionCompare);
 
 void BM_VersionSort1000(benchmark::State& state) {
   std::vector<Version> input;
+  input.reserve(1000);
   for (int i = 0; i < 1000; ++i) {
     input.push_back(*Version::parse(std::to_string(i % 7) + "." + std::to_string(i % 13) + "." +
                                     std::to_string(i)));
   }
   // Sorts references, as Python's sorted() does with a list of Version objects.
   std::vector<const Version*> refs;
+  refs.reserve(input.size());
   for (const auto& v : input) refs.push_back(&v);
   for (auto _ : state) {
     auto copy = refs;

@@ -122,7 +122,7 @@ class ApplyMemory : public ::testing::Test {
 
   // The empty venv's plan, with an install action for `wheel` (a demo_pkg or bigmem wheel).
   fs::path plan_for(const fs::path& wheel, const std::string& dist) {
-    const fs::path plan_file = m_dir->path() / "plan.json";
+    fs::path plan_file = m_dir->path() / "plan.json";  // returned: moved, not copied
     CommandResult planned =
         run_command({venvfix::testing::venvfix_binary(), "--venv", venv().string(), "--cache-dir",
                      cache(), "-q", "plan", "-o", plan_file.string()});

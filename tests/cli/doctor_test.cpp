@@ -40,10 +40,7 @@ DoctorRun run_venvfix(const fs::path& venv, std::vector<std::string> args, View 
   }
   argv.insert(argv.end(), args.begin(), args.end());
   auto result = venvfix::testing::run_command(argv, {{"LD_LIBRARY_PATH", ""}}, 120);
-  DoctorRun run;
-  run.exit_code = result.exit_code;
-  run.err = result.err;
-  run.document = json::parse(result.out, nullptr, false);
+  DoctorRun run{result.exit_code, json::parse(result.out, nullptr, false), result.err};
   EXPECT_FALSE(run.document.is_discarded()) << "stdout is not JSON:\n" << result.out << result.err;
   return run;
 }

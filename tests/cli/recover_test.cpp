@@ -22,7 +22,7 @@ using testing::make_small_venv;
 using testing::write_text;
 
 venvfix::testing::CommandResult cli(const env::Venv& venv, std::vector<std::string> args,
-                                    std::map<std::string, std::string> env = {}) {
+                                    const std::map<std::string, std::string>& env = {}) {
   args.insert(args.begin(), {venvfix::testing::venvfix_binary(), "--venv", venv.root.string()});
   return venvfix::testing::run_command(args, env, 120);
 }

@@ -50,6 +50,7 @@ TEST(DistScan, FindsLibrariesInEverySitePackages) {
 
   auto found = scan_site_packages(*venv);
   std::vector<std::string> paths;
+  paths.reserve(found.size());
   for (const ScannedFile& file : found) paths.push_back(file.path.string());
   std::vector<std::string> expected = {
       (site / "nvidia/cudnn/lib/libcudnn.so").string(),
@@ -90,6 +91,7 @@ TEST(DistScan, PipStashesAreListedNotEntered) {
   std::vector<fs::path> stashes;
   auto found = scan_site_packages(*venv, &stashes);
   std::vector<std::string> paths;
+  paths.reserve(found.size());
   for (const ScannedFile& file : found) paths.push_back(file.path.string());
   EXPECT_EQ(paths, (std::vector<std::string>{(site / "nvidia/cudnn/lib/libcudnn.so.9").string(),
                                              (site / "~file.so").string()}));

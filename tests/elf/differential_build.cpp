@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "elf/differential.hpp"
 #include "elf/elf_test_support.hpp"
 #include "support/paths.hpp"
@@ -205,9 +207,9 @@ std::string run_oracles(const Layout& layout, const fs::path& python, const fs::
                quote(in.string()) + " " + quote(layout.root.string() + "/");
     if (env_uses_cache(static_cast<Env>(e))) {
       // The test cache over /etc/ld.so.cache, in a private mount namespace only.
-      command =
-          "unshare -m --propagation private sh -c " +
-          quote("mount --bind " + quote(cache.string()) + " /etc/ld.so.cache && exec " + command);
+      command = fmt::format("unshare -m --propagation private sh -c {}",
+                            quote(fmt::format("mount --bind {} /etc/ld.so.cache && exec {}",
+                                              quote(cache.string()), command)));
     }
     scripts.push_back(layout.root / (tag + ".sh"));
     if (!write_file(scripts.back(), command + " > " + quote(outputs.back().string()) + "\n")) {

@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "elf/differential.hpp"
 #include "elf/elf_test_support.hpp"
 #include "env/test_support.hpp"
@@ -180,7 +182,7 @@ std::string compare(const Outcome& oracle, const Outcome& ours, Counts& counts) 
     const std::string a = i < oracle.steps.size() ? oracle.steps[i] : "(none)";
     const std::string b = i < ours.steps.size() ? ours.steps[i] : "(none)";
     check(without_errno(a) == without_errno(b), counts.steps,
-          "step " + std::to_string(i) + ": glibc " + a + " | venvfix " + b);
+          fmt::format("step {}: glibc {} | venvfix {}", i, a, b));
   }
   for (const auto& [name, bound] : oracle.names) {
     auto it = ours.names.find(name);
@@ -329,6 +331,7 @@ TEST(ElfDifferential, ResolverAgreesWithGlibc) {
   // into another's.
   auto source = std::make_shared<ElfSource>();
   std::vector<Resolver> resolvers;
+  resolvers.reserve(diff::k_env_count);
   for (int e = 0; e < diff::k_env_count; ++e) {
     resolvers.emplace_back(view_for(*host, static_cast<diff::Env>(e), layout, test_cache), source,
                            venv / "bin" / "python");

@@ -85,7 +85,7 @@ inline fs::path compiled_object(const std::string& flags) {
     dir.emplace(std::move(*created));
   }
   const fs::path source = dir->path() / "object.c";
-  const fs::path object = dir->path() / ("object" + std::to_string(objects.size()) + ".o");
+  fs::path object = dir->path() / ("object" + std::to_string(objects.size()) + ".o");  // returned
   if (FILE* f = std::fopen(source.c_str(), "w")) {
     std::fputs("int venvfix_test_symbol(void) { return 1; }\n", f);
     std::fclose(f);

@@ -78,7 +78,8 @@ TEST(ElfSystemView, HostViewMatchesTheLoadersOwnSearch) {
   const std::string printed = trace.output.substr(at + marker.size(), end - at - marker.size());
   std::vector<std::string> expected;
   const std::string base = "/venvfix-nonexistent/" + view->lib;
-  for (const std::string& sub : view->hwcap_subdirs) expected.push_back(base + "/" + sub);
+  const std::string base_slash = base + "/";
+  for (const std::string& sub : view->hwcap_subdirs) expected.push_back(base_slash + sub);
   expected.push_back(base);
   EXPECT_EQ(printed, join(expected, ":")) << trace.output;
 }

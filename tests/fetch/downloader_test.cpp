@@ -18,6 +18,7 @@ namespace venvfix::fetch {
 namespace {
 
 using testing::count_files;
+using testing::k_kib;
 using testing::TestServer;
 using testing::write_random_file;
 
@@ -41,10 +42,10 @@ class FetchDownloader : public ::testing::Test {
     w.log = w.dir.path() / "requests.log";
     w.cert = w.dir.path() / "cert.pem";
     w.key = w.dir.path() / "key.pem";
-    w.small_hash = write_random_file(w.root / "files/small.bin", 300 * 1024, 1);
-    w.big_hash = write_random_file(w.root / "files/big.bin", 3 * 1024 * 1024, 2);
+    w.small_hash = write_random_file(w.root / "files/small.bin", 300 * k_kib, 1);
+    w.big_hash = write_random_file(w.root / "files/big.bin", 3 * k_kib * k_kib, 2);
     for (unsigned i = 0; i < 8; ++i) {
-      write_random_file(w.root / "many" / (std::to_string(i) + ".whl"), (200 + 50 * i) * 1024,
+      write_random_file(w.root / "many" / (std::to_string(i) + ".whl"), (200 + 50 * i) * k_kib,
                         10 + i);
     }
     std::string command =

@@ -42,6 +42,7 @@ class TestServer {
                                           root.string()};
     argv_text.insert(argv_text.end(), arguments.begin(), arguments.end());
     std::vector<char*> argv;
+    argv.reserve(argv_text.size() + 1);
     for (std::string& item : argv_text) argv.push_back(item.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -102,6 +103,9 @@ class TestServer {
 
 // Writes `size` pseudo-random bytes (seeded, so reruns produce the same file) and returns
 // their sha256 in hex.
+// Sizes of test files: `300 * k_kib` multiplies in std::size_t, not int.
+inline constexpr std::size_t k_kib = 1024;
+
 inline std::string write_random_file(const fs::path& path, std::size_t size, unsigned seed) {
   std::string data(size, '\0');
   std::uint64_t state = 0x9E3779B97F4A7C15ull * (seed + 1);

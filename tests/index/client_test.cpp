@@ -10,6 +10,7 @@
 namespace venvfix::index {
 namespace {
 
+using testing::k_kib;
 using testing::TestServer;
 using testing::write_random_file;
 using testing::write_text;
@@ -32,7 +33,7 @@ class IndexClientTest : public ::testing::Test {
     IndexWorld& w = *world;
     w.root = w.dir.path() / "www";
     w.find_links = w.dir.path() / "links";
-    w.wheel_hash = write_random_file(w.root / "files/demo-1.0-py3-none-any.whl", 64 * 1024, 7);
+    w.wheel_hash = write_random_file(w.root / "files/demo-1.0-py3-none-any.whl", 64 * k_kib, 7);
     write_text(w.root / "files/demo-1.0-py3-none-any.whl.metadata", k_metadata);
     w.metadata_hash = to_hex(sha256(k_metadata));
     // Index A: HTML with relative links, and JSON (which alone gives sizes).

@@ -66,10 +66,8 @@ TEST(IndexHtmlPage, RejectsMalformedPagesNamingTheUrl) {
       R"(<a href="x.whl" )",                    // tag never closed
       R"(<!-- never closed <a href="x.whl">)",  // comment never closed
       R"(<a href="x.whl#sha256=1234">)",        // hash too short
-      R"(<a href="x.whl#sha256=)"
-      "zz"
-      R"(">)",                         // not hex
-      R"(<a href="https://h/dir/">)",  // no file name
+      R"(<a href="x.whl#sha256=zz">)",          // not hex
+      R"(<a href="https://h/dir/">)",           // no file name
   };
   for (const char* html : bad_pages) {
     auto page = parse_html_page(html, "https://user:pw@idx.example/simple/x/", "x");

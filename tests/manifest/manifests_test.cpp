@@ -19,6 +19,7 @@ const Manifests& real_manifests() {
 
 std::vector<std::string> names(const std::vector<const Distribution*>& distributions) {
   std::vector<std::string> out;
+  out.reserve(distributions.size());
   for (const Distribution* d : distributions) out.push_back(d->name);
   std::sort(out.begin(), out.end());
   return out;

@@ -16,7 +16,8 @@ MarkerEnvironment linux_312() {
   return env;
 }
 
-bool eval(std::string_view text, const MarkerEnvironment& env, std::set<std::string> extras = {}) {
+bool eval(std::string_view text, const MarkerEnvironment& env,
+          const std::set<std::string>& extras = {}) {
   auto marker = Marker::parse(text);
   EXPECT_TRUE(marker) << text << ": " << marker.error().message;
   return marker && marker->evaluate(env, extras);

@@ -452,6 +452,7 @@ TEST(PepCrossCheck, AgreesWithPythonPackaging) {
     cases.push_back("V\t" + v);
     cases.push_back("V\t" + mutate(g, v));
   }
+  pool.reserve(300);
   for (int i = 0; i < 300; ++i) pool.push_back(small_version(g));
   for (int i = 0; i < 2000; ++i) {
     // Spellings compared: a random spelling against a small canonical one.

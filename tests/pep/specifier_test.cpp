@@ -158,6 +158,7 @@ TEST(PepSpecifier, TextIsSortedAndDeduplicated) {
 std::vector<std::string> filtered(std::string_view set, const std::vector<std::string>& versions,
                                   PreReleases pre = PreReleases::unless_asked) {
   std::vector<Version> input;
+  input.reserve(versions.size());
   for (const auto& s : versions) input.push_back(v(s));
   std::vector<std::string> out;
   for (const auto& x : SpecifierSet::parse(set)->filter(input, pre)) out.push_back(x.to_string());

@@ -11,6 +11,7 @@ namespace {
 
 std::vector<std::string> strings(const std::vector<Tag>& tags) {
   std::vector<std::string> out;
+  out.reserve(tags.size());
   for (const auto& t : tags) out.push_back(t.to_string());
   return out;
 }

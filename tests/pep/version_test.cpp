@@ -183,6 +183,7 @@ TEST(PepVersion, OrdersAsOneSortedSequence) {
       "2!0.0.dev0",
   };
   std::vector<Version> versions;
+  versions.reserve(sorted.size());
   for (const auto& s : sorted) versions.push_back(v(s));
   for (std::size_t i = 0; i < versions.size(); ++i) {
     for (std::size_t j = 0; j < versions.size(); ++j) {

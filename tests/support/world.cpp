@@ -46,7 +46,8 @@ std::vector<std::string> make_env(const std::map<std::string, std::string>& extr
     env.emplace_back(entry);
   }
   for (const auto& [key, value] : extra) {
-    env.push_back(key + "=" + value);
+    env.push_back(key);
+    env.back().append("=").append(value);
   }
   return env;
 }

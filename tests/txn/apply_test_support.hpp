@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "support/paths.hpp"
@@ -54,7 +55,7 @@ inline std::vector<std::string> fingerprint_diff(const std::map<std::string, std
     if (it == b.end()) {
       out.push_back("-" + path);
     } else if (it->second != value) {
-      out.push_back("~" + path + " (" + value + " -> " + it->second + ")");
+      out.push_back(fmt::format("~{} ({} -> {})", path, value, it->second));
     }
   }
   for (const auto& [path, value] : b) {

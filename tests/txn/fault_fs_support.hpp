@@ -63,7 +63,7 @@ inline bool performed(const std::vector<FaultStepFs::Record>& records, const Jou
 
 // Runs begin, execute, commit(keep) in this process through a recording FaultStepFs and checks
 // that every journaled step was one of its writes.
-inline RecordedRun record_transaction(const env::Venv& venv, ChangeSet changes,
+inline RecordedRun record_transaction(const env::Venv& venv, const ChangeSet& changes,
                                       KeepSnapshot keep = KeepSnapshot::yes) {
   RealStepFs real;
   FaultStepFs recorder(real, FaultStepFs::never, FaultStepFs::Fault::crash);

@@ -32,7 +32,7 @@ using Fault = FaultStepFs::Fault;
 
 // begin, execute, commit through `disk`; the first error's message ("" when none). An
 // uncommitted transaction is rolled back (through `disk` too) when it goes out of scope.
-std::string run_through(const env::Venv& venv, ChangeSet changes, StepFs& disk) {
+std::string run_through(const env::Venv& venv, const ChangeSet& changes, StepFs& disk) {
   auto lock = VenvLock::acquire(venv, LockWait::fail);
   EXPECT_TRUE(lock);
   auto txn = Transaction::begin(venv, *lock, changes, disk);

@@ -12,6 +12,7 @@ namespace {
 
 std::vector<std::string> names(const std::vector<EntryPoint>& entries) {
   std::vector<std::string> out;
+  out.reserve(entries.size());
   for (const EntryPoint& e : entries) out.push_back(e.name);
   return out;
 }
