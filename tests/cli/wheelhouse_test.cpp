@@ -12,6 +12,7 @@
 
 #include "support/hermetic.hpp"
 #include "support/nginx.hpp"
+#include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/base/fs.hpp"
@@ -26,16 +27,14 @@ using txn::testing::fingerprint;
 using txn::testing::fingerprint_diff;
 using venvfix::testing::CommandResult;
 
-class Wheelhouse : public ::testing::Test {
+class Wheelhouse : public venvfix::testing::ScratchTest {
  protected:
+  Wheelhouse() : ScratchTest("venvfix-wheelhouse-") {}
   void SetUp() override {
-    auto dir = TempDir::create("venvfix-wheelhouse-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(dir).value());
+    ScratchTest::SetUp();
     m_plan = path("plan.json");
     m_wheels = path("www/wheels");
   }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
 
   // A host of the fleet: a copy of the image venv (same bytes, same state digest).
   fs::path host(const fs::path& image, const std::string& name) {
@@ -87,7 +86,6 @@ class Wheelhouse : public ::testing::Test {
   }
   void stop_index() { m_index.reset(); }
 
-  std::optional<TempDir> m_dir;
   std::optional<venvfix::testing::IndexServer> m_index;
   fs::path m_image;
   fs::path m_plan;    // the plan every host applies

@@ -64,7 +64,7 @@ TEST_F(PlanStateDigest, ChangesWithWhatTheChecksSee) {
 // What `apply` says of a venv that drifted from its plan: the distributions that differ, each
 // by name, in the words of describe_drift.
 TEST_F(PlanStateDigest, DriftNamesTheDistributionsThatDiffer) {
-  fs::path venv = venvfix::testing::make_scenario("healthy", m_dir->path());
+  fs::path venv = scenario("healthy");
   fs::path site = site_packages_of(venv);
   const std::vector<DistState> planned = state_by_distribution(analyse(venv));
   ASSERT_FALSE(planned.empty());

@@ -4,20 +4,19 @@
 
 namespace venvfix::testing {
 
-std::vector<std::string> in_hermetic_namespace(std::vector<std::string> argv) {
-  if (hermetic_available()) {
-    argv.insert(argv.begin(),
-                {hermetic_runner().string(), test_world().hermetic_cache.string(), "--"});
-  }
-  return argv;
+namespace {
+
+// `argv` behind hermetic_prefix() (empty where the hermetic view is not available).
+std::vector<std::string> in_hermetic_view(const std::vector<std::string>& argv) {
+  std::vector<std::string> out = hermetic_prefix();
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
+
+}  // namespace
 
 CommandResult run_hermetic(const std::vector<std::string>& argv, int timeout_seconds) {
-  return run_command(in_hermetic_namespace(argv), {{"LD_LIBRARY_PATH", ""}}, timeout_seconds);
-}
-
-CommandResult import_torch(const fs::path& venv) {
-  return run_hermetic({(venv / "bin/python").string(), "-c", "import torch"});
+  return run_command(in_hermetic_view(argv), {{"LD_LIBRARY_PATH", ""}}, timeout_seconds);
 }
 
 CommandResult run_pip(const fs::path& venv, const std::vector<std::string>& args,
@@ -39,7 +38,7 @@ CommandResult run_venvfix(const VenvfixCli& cli, const fs::path& where,
       cli.cache_dir.string(), "--ld-cache",  test_world().hermetic_cache.string()};
   argv.insert(argv.end(), cli.options.begin(), cli.options.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  if (cli.hermetic == Hermetic::yes) argv = in_hermetic_namespace(std::move(argv));
+  if (cli.hermetic == Hermetic::yes) argv = in_hermetic_view(argv);
   std::map<std::string, std::string> env = cli.env;
   env["LD_LIBRARY_PATH"] = "";
   return run_command(argv, env, cli.timeout_seconds);

@@ -1,6 +1,6 @@
 // The commands the end-to-end tests run on the test world, set up one way: the venvfix binary
-// against one index and cache with the world's hermetic loader view, Python in the hermetic
-// mount namespace, and pip without the machine's configuration.
+// against one index and cache with the world's hermetic loader view, commands in the hermetic
+// mount namespace (support/hermetic.hpp), and pip without the machine's configuration.
 #pragma once
 
 #include <filesystem>
@@ -8,20 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "support/hermetic.hpp"
 #include "support/world.hpp"
 
 namespace venvfix::testing {
 
-// `argv` behind tests/world/hermetic_run.sh and the world's hermetic ld.so.cache when this
-// process may use it (hermetic_available()): a dlopen in it sees no host CUDA. Else unchanged.
-std::vector<std::string> in_hermetic_namespace(std::vector<std::string> argv);
-
-// Runs `argv` in the hermetic namespace (where available) with an empty LD_LIBRARY_PATH.
+// Runs `argv` in the hermetic view (behind hermetic_prefix(), where this process may) with an
+// empty LD_LIBRARY_PATH.
 CommandResult run_hermetic(const std::vector<std::string>& argv, int timeout_seconds = 120);
-
-// `<venv>/bin/python -c "import torch"`, run as run_hermetic runs it (the host's view would
-// always find a cuDNN).
-CommandResult import_torch(const fs::path& venv);
 
 // `<venv>/bin/python -m pip <args>` with neither the machine's pip configuration nor a prompt
 // or version check; `extra_env` adds to (or overrides) that environment.
