@@ -40,8 +40,9 @@ class TxnGoldenSnapshot : public ::testing::Test {
     EXPECT_TRUE(venv) << venv.error().message;
     return {*venv, id};
   }
-  // A format 2 store, copied as `cp -a` would: git keeps neither mtimes nor exact modes, so each
-  // file gets back the mtime and mode its name records (dev-ino-size-mtime-mode, hex and octal).
+  // A format 2 or 3 store, copied as `cp -a` would: git keeps neither mtimes nor exact modes, so
+  // each file gets back the mtime and mode its name records (dev-ino-size-mtime-mode, hex and
+  // octal).
   static void copy_store(const fs::path& from, const fs::path& to) {
     fs::copy(from, to, fs::copy_options::recursive);
     std::error_code error;
@@ -120,6 +121,25 @@ TEST_F(TxnGoldenSnapshot, Version2TreeSnapshotFromTheStore) {
   auto now = fingerprint(venv);
   EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
   EXPECT_TRUE(fs::exists(snapshots_dir(venv) / id / "manifest")) << "a tree snapshot is kept";
+}
+
+// Format 3: format 2 with the walk's clock and directory identities; `d` directories had their
+// entries carried over from an earlier walk. Restored like format 2 (every stored file is intact).
+TEST_F(TxnGoldenSnapshot, Version3TreeSnapshotWithCarriedDirectories) {
+  auto [venv, id] = install("v3-tree-carried");
+  fs::path example = venvfix::testing::source_dir() / "snapshots/examples/v3-tree-carried";
+  auto expected = fingerprint_tree(example / "expected");
+  ASSERT_TRUE(expected);
+  auto lock = VenvLock::acquire(venv, LockWait::fail);
+  ASSERT_TRUE(lock);
+  auto found = find_snapshot(venv, std::nullopt);
+  ASSERT_TRUE(found) << found.error().message;
+  EXPECT_EQ(found->format, 3);
+  EXPECT_EQ(found->files, 6u);
+  auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  auto now = fingerprint(venv);
+  EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
 }
 
 }  // namespace
