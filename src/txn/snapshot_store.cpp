@@ -97,6 +97,13 @@ Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::s
   return ok();
 }
 
+Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id) {
+  (void)lock;
+  VENVFIX_TRY(require_no_unfinished_transaction(venv));
+  if (!is_safe_id(id)) return make_error(ExitCode::usage, "{} is not a snapshot id", id);
+  return remove_snapshot(venv, id);
+}
+
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
                                                  std::size_t keep) {
   (void)lock;

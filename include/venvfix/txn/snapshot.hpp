@@ -73,6 +73,11 @@ Status rollback_to(const env::Venv& venv, const VenvLock& lock, const std::strin
 
 // Both also drop the store links no remaining snapshot references.
 Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id);
+// Removes the snapshot but keeps its store links, even those no other snapshot references: for a
+// snapshot of a venv that has not changed since (`run` of a command that changed nothing), whose
+// links are those of files still in the venv, cost no space, and are what the next snapshot
+// needs. delete_snapshot and prune_snapshots drop them once no snapshot references them.
+Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id);
 // Deletes all but the newest `keep` snapshots; returns the deleted ids.
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
                                                  std::size_t keep);
