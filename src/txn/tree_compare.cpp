@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,10 +59,27 @@ std::vector<StateDir> state_dirs(const Manifest& manifest) {
   return dirs;
 }
 
-// Directory `rel` opened from the root one component at a time, following no symlink: a
-// component that became a symlink must not lead the comparison (and the restore's removals) out
-// of the venv. nullopt when there is no directory there now.
+bool not_a_directory_there(int error) {
+  return error == ENOENT || error == ENOTDIR || error == ELOOP;
+}
+
+// Directory `rel` opened from the root following no symlink: a component that became a symlink
+// must not lead the comparison (and the restore's removals) out of the venv. One openat2(2) with
+// RESOLVE_NO_SYMLINKS; where the kernel (before 5.6) or a seccomp filter refuses it, one openat
+// per component with O_NOFOLLOW. nullopt when there is no directory there now.
 Result<std::optional<Fd>> open_state_dir(const Context& c, const std::string& rel) {
+  if (!rel.empty()) {
+    struct open_how how {};
+    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+    Fd fd(static_cast<int>(::syscall(SYS_openat2, c.root_fd, rel.c_str(), &how, sizeof(how))));
+    if (fd.valid()) return std::optional<Fd>(std::move(fd));
+    if (not_a_directory_there(errno)) return std::optional<Fd>();
+    if (errno != ENOSYS && errno != EPERM) {
+      return make_error(ExitCode::error, "cannot read {}: {}", (c.root / rel).string(),
+                        errno_message(errno));
+    }
+  }
   Fd fd(::dup(c.root_fd));
   if (!fd.valid()) return make_error(ExitCode::error, "dup: {}", errno_message(errno));
   for (std::size_t at = 0; at < rel.size();) {
@@ -68,7 +87,7 @@ Result<std::optional<Fd>> open_state_dir(const Context& c, const std::string& re
     const std::string component = rel.substr(at, end - at);
     Fd next(::openat(fd.get(), component.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next.valid()) {
-      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return std::optional<Fd>();
+      if (not_a_directory_there(errno)) return std::optional<Fd>();
       return make_error(ExitCode::error, "cannot read {}: {}", (c.root / rel).string(),
                         errno_message(errno));
     }
