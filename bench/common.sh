@@ -28,3 +28,13 @@ bench_big_venv() {
   python3 tests/world/world.py scenario big --world "$work/world-big" --out "$work/$name" >/dev/null
   echo "$work/$name"
 }
+
+# bench_start PREFIX [WORK_DIR]: bench_setup, the Release build, and the `big` venv; sets
+# `venvfix`, `work` (WORK_DIR, else a new temporary directory named PREFIX.XXXXXX) and `venv`.
+bench_start() {
+  bench_setup
+  venvfix=$(bench_release_build)
+  work=${2:-$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")}
+  mkdir -p "$work"
+  venv=$(bench_big_venv "$work")
+}

@@ -11,12 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/common.sh
-bench_setup
-venvfix=$(bench_release_build)
-
-work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/venvfix-bench.XXXXXX")}
-mkdir -p "$work"
-venv=$(bench_big_venv "$work")
+bench_start venvfix-bench "${1:-}"
 site=$(echo "$venv"/lib/python3*/site-packages)
 cache="$work/world-big/hermetic/ld.so.cache"
 

@@ -24,11 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/common.sh
-bench_setup
-venvfix=$(bench_release_build)
-work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/venvfix-run-bench.XXXXXX")}
-mkdir -p "$work"
-venv=$(bench_big_venv "$work")
+bench_start venvfix-run-bench "${1:-}"
 export VENVFIX_LD_CACHE="$work/world-big/hermetic/ld.so.cache"
 
 # The small wheel, made by the test world's own wheel writer.

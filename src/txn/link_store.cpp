@@ -46,33 +46,43 @@ std::string store_key(const ManifestEntry& entry) {
                      static_cast<std::uint64_t>(entry.mtime_ns), entry.mode);
 }
 
-std::size_t StoreIdHash::operator()(const StoreId& id) const {
+std::size_t StoreIdHash::operator()(const FileIdentity& id) const {
   // The inode number alone is almost unique on one filesystem; the rest only breaks ties.
-  std::uint64_t h = id.ino * 0x9e3779b97f4a7c15ULL;
-  h ^= (id.dev + (id.size << 7) + (id.mtime_ns << 3) + id.mode) * 0xc2b2ae3d27d4eb4fULL;
+  std::uint64_t h = id.inode * 0x9e3779b97f4a7c15ULL;
+  h ^= (id.device + (id.size << 7) + (static_cast<std::uint64_t>(id.mtime_ns) << 3) + id.mode) *
+       0xc2b2ae3d27d4eb4fULL;
   return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
-StoreId store_id(const ManifestEntry& entry) {
-  return StoreId{entry.dev, entry.ino, entry.size, static_cast<std::uint64_t>(entry.mtime_ns),
-                 entry.mode};
+FileIdentity store_id(const ManifestEntry& entry) {
+  FileIdentity id;
+  id.device = entry.dev;
+  id.inode = entry.ino;
+  id.size = entry.size;
+  id.mtime_ns = entry.mtime_ns;
+  id.mode = entry.mode;
+  return id;
 }
 
 namespace {
 
 // "dev-ino-size-mtime-mode" (hex, mode octal: store_key) back into its identity.
-std::optional<StoreId> parse_store_name(std::string_view name) {
-  StoreId id;
-  std::uint64_t* fields[] = {&id.dev, &id.ino, &id.size, &id.mtime_ns};
+std::optional<FileIdentity> parse_store_name(std::string_view name) {
+  std::uint64_t fields[4] = {};
   const char* at = name.data();
   const char* end = name.data() + name.size();
-  for (std::uint64_t* field : fields) {
-    auto [next, error] = std::from_chars(at, end, *field, 16);
+  for (std::uint64_t& field : fields) {
+    auto [next, error] = std::from_chars(at, end, field, 16);
     if (error != std::errc() || next == end || *next != '-') return std::nullopt;
     at = next + 1;
   }
+  FileIdentity id;
   auto [next, error] = std::from_chars(at, end, id.mode, 8);
   if (error != std::errc() || next != end) return std::nullopt;
+  id.device = fields[0];
+  id.inode = fields[1];
+  id.size = fields[2];
+  id.mtime_ns = static_cast<std::int64_t>(fields[3]);
   return id;
 }
 

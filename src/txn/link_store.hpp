@@ -27,21 +27,13 @@ inline constexpr std::string_view k_store_rel = ".venvfix/store";
 // The store name of an F entry (or of the venv file it was recorded from).
 std::string store_key(const ManifestEntry& entry);
 
-// A store name as the identity it spells: looked up without formatting or hashing a string per
-// file (a snapshot looks up every file of the venv).
-struct StoreId {
-  std::uint64_t dev = 0;
-  std::uint64_t ino = 0;
-  std::uint64_t size = 0;
-  std::uint64_t mtime_ns = 0;
-  std::uint32_t mode = 0;
-  bool operator==(const StoreId&) const = default;
-};
+// A store name as the identity it spells (its ctime 0): looked up without formatting or hashing
+// a string per file (a snapshot looks up every file of the venv).
 struct StoreIdHash {
-  std::size_t operator()(const StoreId& id) const;
+  std::size_t operator()(const FileIdentity& id) const;
 };
-using StoreIds = std::unordered_set<StoreId, StoreIdHash>;
-StoreId store_id(const ManifestEntry& entry);
+using StoreIds = std::unordered_set<FileIdentity, StoreIdHash>;
+FileIdentity store_id(const ManifestEntry& entry);
 
 // The identities the store holds (none when it does not exist yet); names that spell none are
 // left out (never venvfix's).
