@@ -10,21 +10,8 @@
 # Results go to stdout; docs/benchmarks.md records them with this command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-if ! command -v hyperfine >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
-fi
-build_dir=build/release
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVENVFIX_TESTS=OFF >/dev/null
-cmake --build "$build_dir" >/dev/null
-venvfix="$PWD/$build_dir/venvfix"
-
-work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/venvfix-bench.XXXXXX")}
-mkdir -p "$work"
-python3 tests/world/world.py build --big --out "$work/world-big" >/dev/null
-rm -rf "$work/big"
-python3 tests/world/world.py scenario big --world "$work/world-big" --out "$work/big" >/dev/null
-venv="$work/big"
+. bench/common.sh
+bench_start venvfix-bench "${1:-}"
 site=$(echo "$venv"/lib/python3*/site-packages)
 cache="$work/world-big/hermetic/ld.so.cache"
 

@@ -2,6 +2,8 @@
 // (plan/breakage.hpp); roll back what broke a target.
 #include "venvfix/apply/run_guarded.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "venvfix/base/process.hpp"
@@ -63,6 +65,23 @@ std::vector<std::string> judge(const verify::Analysis& before, const verify::Ana
   return broke;
 }
 
+// Whether the command left the venv exactly as the snapshot recorded it: every path, type, inode,
+// size, mtime, mode and symlink target (txn::diff_snapshot; a failed comparison counts as a
+// change). Then the analysis after would read the same bytes as the analysis before, and rolling
+// back would move nothing: a command that changed nothing broke nothing. Only where the snapshot
+// covers every site-packages directory the analysis reads: a base prefix a venv sees
+// (include-system-site-packages) or a system dist-packages outside the prefix is not in it.
+bool left_unchanged(const env::Venv& venv, const std::string& snapshot) {
+  const bool covered =
+      std::all_of(venv.site_packages.begin(), venv.site_packages.end(), [&](const fs::path& site) {
+        const fs::path relative = site.lexically_normal().lexically_relative(venv.root);
+        return !relative.empty() && *relative.begin() != "..";
+      });
+  if (!covered) return false;
+  auto diff = txn::diff_snapshot(venv, snapshot);
+  return diff && diff->added.empty() && diff->removed.empty() && diff->changed.empty();
+}
+
 std::string listed(const std::vector<std::string>& lines) {
   std::string out;
   for (const std::string& line : lines) out += "\n  " + line;
@@ -89,6 +108,16 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   }
   RunOutcome outcome;
   VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
+  const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
+  if (left_unchanged(venv, snapshot.id)) {
+    spdlog::debug("`{}` changed nothing in the venv: no analysis after it", what);
+    outcome.targets = before->target_names();
+    // Its store links are those of files still in the venv: they cost no space, and the next
+    // snapshot needs them.
+    if (!keep_snapshot) VENVFIX_TRY(txn::discard_snapshot(venv, lock, snapshot.id));
+    if (keep_snapshot) outcome.snapshot = snapshot.id;
+    return outcome;
+  }
   auto after = verify::analyze(venv, manifests, system, analysis_options);
   if (!after) {
     return make_error(after.error().code,
@@ -98,7 +127,6 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   }
   outcome.targets = after->target_names();
   outcome.broke = judge(*before, *after, manifests, options);
-  const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   if (outcome.broke.empty() || options.on_break == OnBreak::keep) {
     if (outcome.broke.empty() && !keep_snapshot) {
       VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -110,13 +111,21 @@ int hex_value(char c) {
   return -1;
 }
 
+// Each character's 6-bit value, -1 for none: one lookup per character (a torch-sized venv's
+// RECORDs hold 30,000 digests, decoded by every doctor).
+constexpr std::array<std::int8_t, 256> k_base64url_values = [] {
+  std::array<std::int8_t, 256> values{};
+  values.fill(-1);
+  for (int c = 'A'; c <= 'Z'; ++c) values[c] = static_cast<std::int8_t>(c - 'A');
+  for (int c = 'a'; c <= 'z'; ++c) values[c] = static_cast<std::int8_t>(c - 'a' + 26);
+  for (int c = '0'; c <= '9'; ++c) values[c] = static_cast<std::int8_t>(c - '0' + 52);
+  values['-'] = values['+'] = 62;  // tolerate the standard alphabet too
+  values['_'] = values['/'] = 63;
+  return values;
+}();
+
 int base64url_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-' || c == '+') return 62;  // tolerate the standard alphabet too
-  if (c == '_' || c == '/') return 63;
-  return -1;
+  return k_base64url_values[static_cast<unsigned char>(c)];
 }
 }  // namespace
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -44,23 +46,79 @@ std::string store_key(const ManifestEntry& entry) {
                      static_cast<std::uint64_t>(entry.mtime_ns), entry.mode);
 }
 
-Result<std::unordered_set<std::string>> store_names(const env::Venv& venv) {
+std::size_t StoreIdHash::operator()(const FileIdentity& id) const {
+  // The inode number alone is almost unique on one filesystem; the rest only breaks ties.
+  std::uint64_t h = id.inode * 0x9e3779b97f4a7c15ULL;
+  h ^= (id.device + (id.size << 7) + (static_cast<std::uint64_t>(id.mtime_ns) << 3) + id.mode) *
+       0xc2b2ae3d27d4eb4fULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+FileIdentity store_id(const ManifestEntry& entry) {
+  FileIdentity id;
+  id.device = entry.dev;
+  id.inode = entry.ino;
+  id.size = entry.size;
+  id.mtime_ns = entry.mtime_ns;
+  id.mode = entry.mode;
+  return id;
+}
+
+namespace {
+
+// "dev-ino-size-mtime-mode" (hex, mode octal: store_key) back into its identity.
+std::optional<FileIdentity> parse_store_name(std::string_view name) {
+  std::uint64_t fields[4] = {};
+  const char* at = name.data();
+  const char* end = name.data() + name.size();
+  for (std::uint64_t& field : fields) {
+    auto [next, error] = std::from_chars(at, end, field, 16);
+    if (error != std::errc() || next == end || *next != '-') return std::nullopt;
+    at = next + 1;
+  }
+  FileIdentity id;
+  auto [next, error] = std::from_chars(at, end, id.mode, 8);
+  if (error != std::errc() || next != end) return std::nullopt;
+  id.device = fields[0];
+  id.inode = fields[1];
+  id.size = fields[2];
+  id.mtime_ns = static_cast<std::int64_t>(fields[3]);
+  return id;
+}
+
+}  // namespace
+
+Result<StoreIds> store_ids(const env::Venv& venv) {
   VENVFIX_TRY_ASSIGN(std::vector<std::string> names, names_in(store_dir(venv)));
-  std::unordered_set<std::string> out;
+  StoreIds out;
   out.reserve(names.size() * 2);
-  for (std::string& name : names) out.insert(std::move(name));
+  for (const std::string& name : names) {
+    if (auto id = parse_store_name(name)) out.insert(*id);
+  }
   return out;
 }
 
-StoredState stored_state(int store_fd, const std::string& key, const ManifestEntry& entry,
-                         struct stat* out) {
+bool unchanged_since_walk(const Manifest& manifest, const ManifestEntry& entry,
+                          const FileIdentity& now) {
+  return entry.carried && manifest.walked_ns > 0 && now.ctime_ns < manifest.walked_ns;
+}
+
+StoredState stored_state(int store_fd, const std::string& key, const Manifest& manifest,
+                         const ManifestEntry& entry, struct stat* out, bool* current) {
   struct stat st {};
   if (::fstatat(store_fd, key.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
     return StoredState::missing;
   }
   if (out != nullptr) *out = st;
   FileIdentity id = file_identity_from(st);
-  if (id.size != entry.size || id.mtime_ns != entry.mtime_ns) return StoredState::changed_in_place;
+  // A mode that differs is a chmod after the snapshot, restored as a copy with the recorded mode;
+  // unless the entry was carried over: then the chmod may as well have come before the snapshot.
+  if (id.size == entry.size && id.mtime_ns == entry.mtime_ns &&
+      (!entry.carried || (id.mode & 07777) == entry.mode)) {
+    return StoredState::intact;
+  }
+  if (!unchanged_since_walk(manifest, entry, id)) return StoredState::changed_in_place;
+  if (current != nullptr) *current = true;
   return StoredState::intact;
 }
 

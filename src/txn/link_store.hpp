@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_set>
 
@@ -26,14 +27,36 @@ inline constexpr std::string_view k_store_rel = ".venvfix/store";
 // The store name of an F entry (or of the venv file it was recorded from).
 std::string store_key(const ManifestEntry& entry);
 
-// The names the store holds (none when it does not exist yet).
-Result<std::unordered_set<std::string>> store_names(const env::Venv& venv);
+// A store name as the identity it spells (its ctime 0): looked up without formatting or hashing
+// a string per file (a snapshot looks up every file of the venv).
+struct StoreIdHash {
+  std::size_t operator()(const FileIdentity& id) const;
+};
+using StoreIds = std::unordered_set<FileIdentity, StoreIdHash>;
+FileIdentity store_id(const ManifestEntry& entry);
+
+// The identities the store holds (none when it does not exist yet); names that spell none are
+// left out (never venvfix's).
+Result<StoreIds> store_ids(const env::Venv& venv);
+
+// Whether `now`, the inode an entry of `manifest` recorded (its venv file or its store link), is
+// still what the snapshot holds although its size, mtime or mode differ from the entry: the entry
+// was carried over from an earlier walk (walk_base.hpp), so the file may have been written in place
+// or chmod'ed before this snapshot was taken, and nothing about the inode has changed since the
+// snapshot's walk began (its ctime is older than the walk's clock). Then what it holds now is what
+// it held when the snapshot was taken. False for every entry that was stat'ed by its own walk:
+// any difference there is a change after the snapshot.
+bool unchanged_since_walk(const Manifest& manifest, const ManifestEntry& entry,
+                          const FileIdentity& now);
 
 // Whether the stored link `key` still holds the bytes the entry recorded: present, with the
-// entry's size and mtime (a write through a venv name sharing its inode changes them).
+// entry's size and mtime (a write through a venv name sharing its inode changes them) and, for an
+// entry carried over, its mode; or unchanged since the walk (above; then `*current` is set: the
+// inode's mode is the snapshot's).
 enum class StoredState { intact, missing, changed_in_place };
-StoredState stored_state(int store_fd, const std::string& key, const ManifestEntry& entry,
-                         struct stat* out = nullptr);
+StoredState stored_state(int store_fd, const std::string& key, const Manifest& manifest,
+                         const ManifestEntry& entry, struct stat* out = nullptr,
+                         bool* current = nullptr);
 
 // Unlinks every store name that no version 2 tree snapshot's manifest references; returns how
 // many. Refuses (drops nothing) when a manifest cannot be read: it may reference any of them.

@@ -1,6 +1,8 @@
 #include "txn/manifest.hpp"
 
 #include <charconv>
+#include <functional>
+#include <unordered_set>
 
 #include "venvfix/base/fs.hpp"
 
@@ -10,9 +12,12 @@ namespace venvfix::txn {
 
 namespace {
 
-std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+// Appends `text` to `out` with '%', newline, carriage return and tab escaped.
+void append_escaped(std::string& out, std::string_view text) {
+  if (text.find_first_of("%\n\r\t") == std::string_view::npos) {
+    out += text;
+    return;
+  }
   for (char c : text) {
     if (c == '%')
       out += "%25";
@@ -25,10 +30,19 @@ std::string escape(std::string_view text) {
     else
       out += c;
   }
+}
+
+std::string escape(std::string_view text) {
+  std::string out;
+  append_escaped(out, text);
   return out;
 }
 
 bool unescape(std::string_view text, std::string& out) {
+  if (text.find('%') == std::string_view::npos) {
+    out.assign(text);
+    return true;
+  }
   out.clear();
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '%') {
@@ -49,6 +63,16 @@ bool unescape(std::string_view text, std::string& out) {
     i += 2;
   }
   return true;
+}
+
+// " <value>" (base 10 or 8) at the end of `out`: 30,000 manifest lines of numbers.
+template <typename T>
+void append_number(std::string& out, T value, int base = 10) {
+  char buffer[24];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value, base);
+  (void)error;  // 24 characters hold any 64-bit number
+  out += ' ';
+  out.append(buffer, end);
 }
 
 template <typename T>
@@ -100,21 +124,39 @@ SnapshotInfo Manifest::info() const {
       info.bytes += entry.size;
     }
   }
+  if (entries.empty() && header_files >= 0 && header_bytes >= 0) {
+    info.files = static_cast<std::uint64_t>(header_files);
+    info.bytes = static_cast<std::uint64_t>(header_bytes);
+  }
   return info;
 }
 
 std::string manifest_text(const Manifest& manifest) {
-  std::string out = fmt::format(
-      "venvfix-snapshot {}\nid {}\nkind {}\ncreated {}\nmethod {}\nreason {}\nentries\n",
-      manifest.format, manifest.id, to_string(manifest.kind), manifest.created, manifest.method,
-      escape(manifest.reason));
-  out.reserve(out.size() + manifest.entries.size() * 96);
+  std::string out =
+      fmt::format("venvfix-snapshot {}\nid {}\nkind {}\ncreated {}\nmethod {}\nreason {}\n",
+                  manifest.format, manifest.id, to_string(manifest.kind), manifest.created,
+                  manifest.method, escape(manifest.reason));
+  const bool tree = manifest.kind == SnapshotKind::tree;
+  if (tree && manifest.format >= 3 && manifest.walked_ns != 0) {
+    fmt::format_to(std::back_inserter(out), "walked {}\n", manifest.walked_ns);
+  }
+  if (manifest.format >= 3) {
+    SnapshotInfo counted = manifest.info();
+    fmt::format_to(std::back_inserter(out), "files {}\nbytes {}\n", counted.files, counted.bytes);
+  }
+  out += "entries\n";
+  out.reserve(out.size() + manifest.entries.size() * 128);
   for (const ManifestEntry& e : manifest.entries) {
-    fmt::format_to(std::back_inserter(out), "{} {:o} {} {} {} {} {} {} {}", e.type, e.mode, e.size,
-                   e.dev, e.ino, e.nlink, e.mtime_ns, e.ctime_ns, escape(e.path));
-    if (e.type == 'S' && manifest.format >= 2 && manifest.kind == SnapshotKind::tree) {
+    out += e.type == 'D' && e.carried && tree && manifest.format >= 3 ? 'd' : e.type;
+    append_number(out, e.mode, 8);
+    for (std::uint64_t n : {e.size, e.dev, e.ino, e.nlink}) append_number(out, n);
+    append_number(out, e.mtime_ns);
+    append_number(out, e.ctime_ns);
+    out += ' ';
+    append_escaped(out, e.path);
+    if (e.type == 'S' && manifest.format >= 2 && tree) {
       out += '\t';
-      out += escape(e.target);
+      append_escaped(out, e.target);
     }
     out += '\n';
   }
@@ -159,12 +201,47 @@ std::string parse_header_line(std::string_view line, Manifest& manifest, bool& h
     manifest.method = value;
   } else if (key == "reason") {
     if (!unescape(value, manifest.reason)) return "bad escape";
+  } else if (key == "walked") {
+    if (!parse_number(value, manifest.walked_ns)) return "bad walk time";
+  } else if (key == "files" || key == "bytes") {
+    if (!parse_number(value, key == "files" ? manifest.header_files : manifest.header_bytes)) {
+      return "bad count";
+    }
+  }
+  return "";
+}
+
+// The directories written `d` so far, looked up by a parent's path without a copy.
+struct PathHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view path) const {
+    return std::hash<std::string_view>()(path);
+  }
+};
+using CarriedDirs = std::unordered_set<std::string, PathHash, std::equal_to<>>;
+
+// Version 3 tree snapshots: `d` is a D entry whose entries were carried over, and an entry directly
+// in such a directory is marked carried too (its parent's line comes first: walk order).
+std::string mark_carried(ManifestEntry& entry, const Manifest& manifest, CarriedDirs& carried) {
+  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) {
+    return entry.type == 'd' ? "unknown entry type" : "";
+  }
+  if (entry.type == 'd') {
+    entry.type = 'D';
+    entry.carried = true;
+    carried.insert(entry.path);
+    return "";
+  }
+  if (carried.empty()) return "";
+  std::size_t slash = entry.path.rfind('/');
+  if (slash != std::string::npos) {
+    entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
   }
   return "";
 }
 
 // An entry: "<type> <mode> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <escaped path>".
-std::string parse_entry_line(std::string_view line, Manifest& manifest) {
+std::string parse_entry_line(std::string_view line, Manifest& manifest, CarriedDirs& carried) {
   ManifestEntry entry;
   std::string_view fields[8];
   std::string_view rest = line;
@@ -175,7 +252,7 @@ std::string parse_entry_line(std::string_view line, Manifest& manifest) {
     rest = rest.substr(space + 1);
   }
   if (fields[0].size() != 1 ||
-      std::string_view("FSDAC").find(fields[0][0]) == std::string_view::npos) {
+      std::string_view("FSDdAC").find(fields[0][0]) == std::string_view::npos) {
     return "unknown entry type";
   }
   entry.type = fields[0][0];
@@ -196,6 +273,7 @@ std::string parse_entry_line(std::string_view line, Manifest& manifest) {
   if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {
     return "path " + entry.path + " leaves the venv";
   }
+  if (std::string wrong = mark_carried(entry, manifest, carried); !wrong.empty()) return wrong;
   manifest.entries.push_back(std::move(entry));
   return "";
 }
@@ -208,6 +286,7 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
     return make_error(ExitCode::error, "{}, line {}: {}", source, line_number, what);
   };
   Manifest manifest;
+  CarriedDirs carried;
   bool in_entries = false;
   bool have_kind = false;
   std::size_t at = 0;
@@ -224,7 +303,7 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
       in_entries = line == "entries";
       if (!in_entries) wrong = parse_header_line(line, manifest, have_kind);
     } else if (!line.empty()) {
-      wrong = parse_entry_line(line, manifest);
+      wrong = parse_entry_line(line, manifest, carried);
     }
     if (!wrong.empty()) return bad(wrong);
   }

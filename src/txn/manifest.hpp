@@ -1,25 +1,30 @@
-// The snapshot manifest, format version 2 (documented in snapshots/README.md; version 1 is still
-// read):
+// The snapshot manifest, format version 3 (documented in snapshots/README.md; versions 1 and 2
+// are still read):
 //
-//   venvfix-snapshot 2
+//   venvfix-snapshot 3
 //   id <id>
 //   kind tree|transaction
 //   created <UTC ISO 8601>
 //   method reflink|hardlink|rename
 //   reason <text, escaped>
+//   walked <ns>                                     (version 3 tree snapshots)
+//   files <n>                                       (version 3)
+//   bytes <n>                                       (version 3)
 //   entries
 //   <type> <mode octal> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <path, escaped>
-//   S … <path, escaped><TAB><target, escaped>      (version 2 tree snapshots)
+//   S … <path, escaped><TAB><target, escaped>      (version 2+ tree snapshots)
 //   …
 //
-// Types: F regular file (version 1: held under files/<path>; version 2 tree: held in the venv's
-// link store, store.hpp) and S symlink (version 1: under files/<path>; version 2 tree: its target
-// in the entry); D a directory of the state;
-// A a path the transaction added and C a directory it created (both absent in the state). Identity
-// fields are those of the venv file when the snapshot was taken (after linking); 0 where they do
-// not apply. Escaping: '%', newline, carriage return and (version 2) tab as %25, %0A, %0D, %09.
-// Unknown header keys are ignored (so a later writer of the same version may add some); an unknown
-// version is refused.
+// Types: F regular file (version 1: held under files/<path>; version 2+ tree: held in the venv's
+// link store, link_store.hpp) and S symlink (version 1: under files/<path>; version 2+ tree: its
+// target in the entry); D a directory of the state; d (version 3 tree) a directory of the state
+// whose entries were carried over from the previous walk because its identity had not changed
+// since (snapshot_create.cpp); A a path the transaction added and C a directory it created (both
+// absent in the state). Identity fields are those of the venv file when the snapshot was taken
+// (after linking), or, below a `d` directory, when an earlier walk recorded them; 0 where they do
+// not apply (and for every directory before version 3). Escaping: '%', newline, carriage return
+// and (version 2+) tab as %25, %0A, %0D, %09. Unknown header keys are ignored (so a later writer
+// of the same version may add some); an unknown version is refused.
 #pragma once
 
 #include <sys/stat.h>
@@ -34,7 +39,7 @@
 
 namespace venvfix::txn {
 
-inline constexpr int k_manifest_format = 2;
+inline constexpr int k_manifest_format = 3;
 inline constexpr int k_oldest_manifest_format = 1;
 
 struct ManifestEntry {
@@ -47,7 +52,11 @@ struct ManifestEntry {
   std::int64_t mtime_ns = 0;
   std::int64_t ctime_ns = 0;
   std::string path;
-  std::string target;  // S entries of version 2 tree snapshots: the symlink's target
+  std::string target;  // S entries of version 2+ tree snapshots: the symlink's target
+  // Version 3 tree snapshots: a D entry written `d` (its entries were carried over from an
+  // earlier walk), and every entry directly in such a directory (its identity may be older than
+  // the snapshot: see unchanged_since_walk in link_store.hpp).
+  bool carried = false;
 };
 
 // An F or S entry with the identity of `st`; a D, C or A entry with only a mode.
@@ -61,8 +70,16 @@ struct Manifest {
   std::string created;
   std::string method;
   std::string reason;
+  // Version 3 tree snapshots: the filesystem's clock when the walk began (the ctime of a file
+  // venvfix touched then, snapshot_create.cpp); 0 when unknown.
+  std::int64_t walked_ns = 0;
   std::vector<ManifestEntry> entries;
+  // Version 3: how many files and symlinks the entries hold and their total size, in the header,
+  // so that listing snapshots reads no entries (load_manifest_header); -1 when not written.
+  std::int64_t header_files = -1;
+  std::int64_t header_bytes = -1;
 
+  // From the entries; from the header counts when only the header was read.
   SnapshotInfo info() const;
 };
 

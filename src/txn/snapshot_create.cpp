@@ -1,9 +1,10 @@
-// Whole-venv snapshots, format 2: one pass over the venv records every path's identity in the
+// Whole-venv snapshots, format 3: one pass over the venv records every path's identity in the
 // manifest, and each regular file whose identity the link store (link_store.hpp) does not hold yet
-// gets one hard link there. Directories and symlinks cost only their manifest line. So the first
-// snapshot of a venv costs about a `cp -al` without its mkdirs, and every later one a stat pass
-// plus a link per file that changed. Everything goes through directory descriptors (*at() calls),
-// so each entry costs one lookup in its own directory.
+// gets one hard link there. Directories and symlinks cost only their manifest line. A directory
+// whose identity has not changed since the last walk (walk_base.hpp) is not listed: its entries are
+// carried over from that walk, so a later snapshot costs a stat per directory, not per file. The
+// first snapshot of a venv costs about a `cp -al` without its mkdirs. Everything goes through
+// directory descriptors (*at() calls), so each entry costs one lookup in its own directory.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "txn/link_store.hpp"
 #include "txn/manifest.hpp"
 #include "txn/paths.hpp"
+#include "txn/walk_base.hpp"
 #include "venvfix/txn/journal.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
@@ -27,8 +29,11 @@ namespace {
 struct Walker {
   fs::path root;  // for messages
   int store_fd = -1;
-  std::unordered_set<std::string> held;  // the store's names
-  std::size_t linked = 0;                // links added to the store
+  StoreIds held;                   // what the store holds
+  const WalkBase* base = nullptr;  // the last walk, when there is one
+  std::size_t linked = 0;          // links added to the store
+  std::size_t listed = 0;          // directories read (the root included)
+  std::size_t carried = 0;         // directories carried over from the last walk
   Manifest manifest;
 
   Error error_at(const std::string& rel, std::string_view what, int error_number) const {
@@ -38,12 +43,10 @@ struct Walker {
 
   Status add_file(int src_dir, const char* name, const struct stat& st, const std::string& rel) {
     ManifestEntry entry = entry_from_stat('F', st, rel);
-    std::string key = store_key(entry);
-    if (!held.contains(key)) {
-      if (::linkat(src_dir, name, store_fd, key.c_str(), 0) != 0 && errno != EEXIST) {
+    if (held.insert(store_id(entry)).second) {
+      if (::linkat(src_dir, name, store_fd, store_key(entry).c_str(), 0) != 0 && errno != EEXIST) {
         return error_at(rel, "link it into the store", errno);
       }
-      held.insert(std::move(key));
       ++linked;
     }
     manifest.entries.push_back(std::move(entry));
@@ -62,8 +65,38 @@ struct Walker {
     return ok();
   }
 
-  Status walk(int src_dir, const std::string& rel_dir) {
-    int dup = ::dup(src_dir);
+  // Any entry of a listed directory, by what fstatat says it is.
+  Status add_entry(int src_dir, const char* name, const std::string& rel) {
+    struct stat st {};
+    if (::fstatat(src_dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      return error_at(rel, "stat", errno);
+    }
+    if (S_ISREG(st.st_mode)) return add_file(src_dir, name, st, rel);
+    if (S_ISLNK(st.st_mode)) return add_symlink(src_dir, name, st, rel);
+    if (S_ISDIR(st.st_mode)) return enter(src_dir, name, rel);
+    spdlog::warn("not in the snapshot: {} (not a file, symlink or directory)",
+                 (root / rel).string());
+    return ok();
+  }
+
+  // A directory: its entry, with the identity of the opened directory taken before it is read (a
+  // change after that changes its ctime, so the next walk reads it again), then its contents.
+  Status enter(int parent, const char* name, const std::string& rel) {
+    int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return error_at(rel, "open directory", errno);
+    Fd owned(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return error_at(rel, "stat", errno);
+    ManifestEntry entry = entry_from_stat('D', st, rel);
+    entry.size = 0;
+    entry.carried = base != nullptr && base->unchanged(rel, st);
+    manifest.entries.push_back(std::move(entry));
+    return manifest.entries.back().carried ? carry(fd, rel) : list(fd, rel);
+  }
+
+  Status list(int dir, const std::string& rel_dir) {
+    ++listed;
+    int dup = ::dup(dir);
     if (dup < 0) return error_at(rel_dir, "dup", errno);
     DIR* stream = ::fdopendir(dup);
     if (stream == nullptr) {
@@ -77,23 +110,27 @@ struct Walker {
       if (view == "." || view == "..") continue;
       std::string rel = join(rel_dir, view);
       if (rel == ".venvfix") continue;
-      struct stat st {};
-      if (::fstatat(src_dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        return error_at(rel, "stat", errno);
-      }
-      if (S_ISREG(st.st_mode)) {
-        VENVFIX_TRY(add_file(src_dir, name, st, rel));
-      } else if (S_ISLNK(st.st_mode)) {
-        VENVFIX_TRY(add_symlink(src_dir, name, st, rel));
-      } else if (S_ISDIR(st.st_mode)) {
-        manifest.entries.push_back(plain_entry('D', st.st_mode & 07777, rel));
-        int sub = ::openat(src_dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (sub < 0) return error_at(rel, "open directory", errno);
-        Fd sub_fd(sub);
-        VENVFIX_TRY(walk(sub, rel));
+      // A directory needs no fstatat: enter() takes its identity from the opened descriptor.
+      VENVFIX_TRY(entry->d_type == DT_DIR ? enter(dir, name, rel) : add_entry(dir, name, rel));
+    }
+    return ok();
+  }
+
+  // The entries the last walk recorded in an unchanged directory: files and symlinks copied, each
+  // subdirectory entered (it may have changed). A file the store no longer holds (its link dropped
+  // since) is stat'ed and linked like a new one: the directory keeps its inode alive meanwhile.
+  Status carry(int dir, const std::string& rel_dir) {
+    ++carried;
+    const std::size_t skip = rel_dir.empty() ? 0 : rel_dir.size() + 1;
+    for (std::uint32_t index : base->children(rel_dir)) {
+      const ManifestEntry& was = base->entry(index);
+      const std::string name = was.path.substr(skip);
+      if (was.type == 'D') {
+        VENVFIX_TRY(enter(dir, name.c_str(), was.path));
+      } else if (was.type == 'F' && !held.contains(store_id(was))) {
+        VENVFIX_TRY(add_entry(dir, name.c_str(), was.path));
       } else {
-        spdlog::warn("not in the snapshot: {} (not a file, symlink or directory)",
-                     (root / rel).string());
+        manifest.entries.push_back(was);
       }
     }
     return ok();
@@ -117,11 +154,17 @@ Status fill_snapshot(const env::Venv& venv, Walker& walker, const fs::path& dir)
   VENVFIX_TRY_ASSIGN(Fd src, open_file(venv.root, O_RDONLY | O_DIRECTORY));
   VENVFIX_TRY_ASSIGN(Fd store, open_file(store_dir(venv), O_RDONLY | O_DIRECTORY));
   walker.store_fd = store.get();
-  VENVFIX_TRY(walker.walk(src.get(), ""));
-  if (::syncfs(src.get()) != 0) {
+  VENVFIX_TRY(walker.list(src.get(), ""));
+  // Nothing linked: nothing to make durable, and a syncfs would wait for whatever else the machine
+  // has written to this disk. The links it reuses were made durable by the snapshot that made them
+  // (or, if that one was killed before its syncfs, are on their way to the disk: a power cut that
+  // loses one makes a restore refuse, naming the file, never restore a mix).
+  if (walker.linked != 0 && ::syncfs(src.get()) != 0) {
     return make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(errno));
   }
-  return write_file_atomic(dir / "manifest", manifest_text(walker.manifest));
+  VENVFIX_TRY(write_file_atomic(dir / "manifest", manifest_text(walker.manifest)));
+  remember_walk(venv, dir / "manifest");
+  return ok();
 }
 
 }  // namespace
@@ -141,7 +184,11 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
   VENVFIX_TRY(make_dir(store_dir(venv)));
   Walker walker;
   walker.root = venv.root;
-  VENVFIX_TRY_ASSIGN(walker.held, store_names(venv));
+  // The clock first: whatever changes from here on is newer than the walk (walk_base.hpp).
+  VENVFIX_TRY_ASSIGN(walker.manifest.walked_ns, filesystem_now(venv));
+  const std::unique_ptr<WalkBase> base = WalkBase::load(venv);
+  walker.base = base.get();
+  VENVFIX_TRY_ASSIGN(walker.held, store_ids(venv));
   walker.manifest.id = new_id();
   walker.manifest.kind = SnapshotKind::tree;
   walker.manifest.created = utc_now_iso8601();
@@ -156,9 +203,12 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
   }
   SnapshotInfo info = walker.manifest.info();
   info.linked = walker.linked;
+  info.dirs_listed = walker.listed;
+  info.dirs_carried = walker.carried;
   spdlog::debug(
-      "snapshot {}: {} files, {} bytes, {} new store links, in {:.1f} ms", info.id, info.files,
-      info.bytes, info.linked,
+      "snapshot {}: {} files, {} bytes, {} new store links, {} directories read, {} carried over "
+      "from the last walk, in {:.1f} ms",
+      info.id, info.files, info.bytes, info.linked, info.dirs_listed, info.dirs_carried,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return info;
 }

@@ -19,6 +19,9 @@ struct StateDelta {
 
 // Reads <venv>/.venvfix/snapshots/<id>/manifest.
 Result<Manifest> load_manifest(const env::Venv& venv, const std::string& id);
+// Reads its header only (no entries) when it carries its counts (version 3), else all of it:
+// enough for Manifest::info(), without parsing 30,000 entries per snapshot listed.
+Result<Manifest> load_manifest_header(const env::Venv& venv, const std::string& id);
 
 Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& manifest);
 

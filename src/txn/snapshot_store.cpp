@@ -43,7 +43,7 @@ Result<std::vector<SnapshotInfo>> list_snapshots(const env::Venv& venv) {
   VENVFIX_TRY_ASSIGN(std::vector<std::string> names, snapshot_dir_names(base));
   for (const std::string& id : names) {
     if (!is_safe_id(id) || !has_manifest(base / id)) continue;
-    auto manifest = load_manifest(venv, id);
+    auto manifest = load_manifest_header(venv, id);
     if (!manifest) {
       spdlog::warn("skipping snapshot {}: {}", id, manifest.error().message);
       continue;
@@ -58,7 +58,7 @@ Result<std::vector<SnapshotInfo>> list_snapshots(const env::Venv& venv) {
 
 Result<SnapshotInfo> find_snapshot(const env::Venv& venv, const std::optional<std::string>& id) {
   if (id) {
-    VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, *id));
+    VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest_header(venv, *id));
     return manifest.info();
   }
   VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
@@ -95,6 +95,13 @@ Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::s
   VENVFIX_TRY(remove_snapshot(venv, id));
   VENVFIX_TRY(drop_unreferenced_store_links(venv));
   return ok();
+}
+
+Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id) {
+  (void)lock;
+  VENVFIX_TRY(require_no_unfinished_transaction(venv));
+  if (!is_safe_id(id)) return make_error(ExitCode::usage, "{} is not a snapshot id", id);
+  return remove_snapshot(venv, id);
 }
 
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,

@@ -32,7 +32,7 @@ Status check_store(const env::Venv& venv, int store_fd, const Manifest& manifest
   for (const std::string& path : put_back) {
     const ManifestEntry& e = *entries.at(path);
     if (e.type != 'F') continue;
-    StoredState state = stored_state(store_fd, store_key(e), e);
+    StoredState state = stored_state(store_fd, store_key(e), manifest, e);
     if (state == StoredState::changed_in_place) changed.push_back((venv.root / path).string());
     if (state == StoredState::missing) missing.push_back((venv.root / path).string());
   }
@@ -92,7 +92,7 @@ Status copy_with_mode(int store_fd, const std::string& key, int rootfd, const st
 
 // Stages one path to put back: a link from the store (or a copy, above), or a symlink.
 Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
-                 const std::string& staging, const ManifestEntry& e) {
+                 const std::string& staging, const Manifest& manifest, const ManifestEntry& e) {
   std::string staged = join(staging, e.path);
   VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, parent_of(e.path), "", root));
   int error = 0;
@@ -101,8 +101,9 @@ Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
   } else {
     std::string key = store_key(e);
     struct stat st {};
-    (void)stored_state(store_fd, key, e, &st);
-    if ((st.st_mode & 07777) != e.mode) {
+    bool current = false;  // the inode as it is now is the snapshot's, mode included
+    (void)stored_state(store_fd, key, manifest, e, &st, &current);
+    if (!current && (st.st_mode & 07777) != e.mode) {
       return copy_with_mode(store_fd, key, rootfd, staged, root, e.mode);
     }
     error = disk.link(rootfd, join(k_store_rel, key), staged);
@@ -117,9 +118,10 @@ Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
 // The staging tree: every path to put back, and every missing directory with its mode (set
 // deepest first, after everything is in it).
 Status stage(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
-             const std::string& staging, const EntryIndex& entries, const StateDelta& delta) {
+             const std::string& staging, const Manifest& manifest, const EntryIndex& entries,
+             const StateDelta& delta) {
   for (const std::string& path : delta.put_back) {
-    VENVFIX_TRY(stage_one(disk, rootfd, store_fd, root, staging, *entries.at(path)));
+    VENVFIX_TRY(stage_one(disk, rootfd, store_fd, root, staging, manifest, *entries.at(path)));
   }
   for (const std::string& dir : delta.missing_dirs) {
     VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, dir, "", root));
@@ -153,7 +155,7 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
   VENVFIX_TRY(check_store(venv, store_fd, manifest, entries, delta.put_back));
   VENVFIX_TRY_ASSIGN(fs::path staging_dir, make_staging_dir(venv));
   std::string staging = staging_dir.lexically_relative(venv.root).string();
-  auto staged = stage(disk, root.get(), store_fd, venv.root, staging, entries, delta);
+  auto staged = stage(disk, root.get(), store_fd, venv.root, staging, manifest, entries, delta);
   // The staged names must be durable before a journal refers to them: a move_in whose staged
   // name a power cut lost would read as done, and its undo would take the venv's file. The data
   // is (create ended with a syncfs), but a hard link's directory entry is not made durable by

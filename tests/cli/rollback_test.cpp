@@ -145,6 +145,54 @@ TEST_F(RollbackCli, InPlaceModificationIsRefusedNamingTheFile) {
   EXPECT_EQ(print_of(venv), print);
 }
 
+// How many directories `venvfix -v -v snapshot create` read and how many it carried over from the
+// last walk, from its log line ("…, N directories read, M carried over from the last walk, …").
+std::pair<int, int> directories_of(const std::string& log) {
+  std::size_t at = log.find(" directories read, ");
+  if (at == std::string::npos) return {-1, -1};
+  std::size_t start = log.rfind(' ', at - 1) + 1;
+  return {std::stoi(log.substr(start, at - start)), std::stoi(log.substr(at + 19))};
+}
+
+// A later snapshot reads only the directories that changed since the last one; a file written in
+// place in between (its directory unchanged, so carried over with its older identity) is part of
+// its state, and a real pip uninstall after it is undone byte for byte. A file written in place
+// after it is named and refused, the venv left as it is.
+TEST_F(RollbackCli, LaterSnapshotCarriesUnchangedDirectoriesAndStillRestoresExactly) {
+  fs::path venv = scenario("healthy");
+  auto env = env::open_venv_at(venv);
+  ASSERT_TRUE(env);
+  fs::path edited = env->purelib / "torch/__init__.py";
+  ASSERT_EQ(venvfix_cli(venv, {"snapshot", "create"}).exit_code, 0);
+  std::ofstream(edited, std::ios::app) << "# edited in place before the snapshot\n";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the clock moves past the edit
+  auto before = print_of(venv);
+  auto later = venvfix_cli(venv, {"-v", "-v", "--json", "snapshot", "create"});
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+  auto [read, carried] = directories_of(later.err);
+  EXPECT_GT(carried, 0) << later.err;
+  EXPECT_GT(carried, read) << later.err;
+  std::string id = nlohmann::json::parse(later.out).at("id").get<std::string>();
+  auto pip = venvfix::testing::run_command(
+      {(venv / "bin/python").string(), "-m", "pip", "uninstall", "-y", "nvidia-cudnn-cu12"});
+  ASSERT_EQ(pip.exit_code, 0) << pip.err;
+  auto rolled = venvfix_cli(venv, {"rollback", id});
+  ASSERT_EQ(rolled.exit_code, 0) << rolled.err;
+  auto after = print_of(venv);
+  EXPECT_EQ(after, before) << describe_difference(before, after);
+
+  std::ofstream(edited, std::ios::app) << "# edited in place after the snapshot\n";
+  pip = venvfix::testing::run_command(
+      {(venv / "bin/python").string(), "-m", "pip", "uninstall", "-y", "nvidia-cudnn-cu12"});
+  ASSERT_EQ(pip.exit_code, 0) << pip.err;
+  auto print = print_of(venv);
+  rolled = venvfix_cli(venv, {"rollback", id});
+  EXPECT_EQ(rolled.exit_code, 1);
+  EXPECT_NE(rolled.err.find("torch/__init__.py was changed in place"), std::string::npos)
+      << rolled.err;
+  EXPECT_EQ(print_of(venv), print);
+}
+
 TEST_F(RollbackCli, SecondVenvfixFailsFastOrWaits) {
   fs::path venv = scenario("healthy");
   auto env = env::open_venv_at(venv);

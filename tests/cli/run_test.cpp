@@ -106,5 +106,39 @@ TEST_F(RunCli, HarmlessCommandKeepsItsStatus) {
   EXPECT_EQ(print_of(m_venv), before);
 }
 
+// A command that changed nothing in the venv is not analysed again (its state after is its state
+// before), and its snapshot goes without dropping the store links: they are the venv's own files,
+// and the next run needs them (it links nothing new).
+TEST_F(RunCli, CommandThatChangesNothingIsNotAnalysedAgain) {
+  auto before = print_of(m_venv);
+  auto first = venvfix_cli(m_venv, {"-v", "-v", "run", "--", "true"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("changed nothing in the venv"), std::string::npos) << first.err;
+  EXPECT_EQ(first.err.find("analysis: inventory", first.err.find("changed nothing")),
+            std::string::npos)
+      << "analysed after the command:\n"
+      << first.err;
+  EXPECT_EQ(snapshot_count(), 0u);
+  EXPECT_FALSE(fs::is_empty(m_venv / ".venvfix/store"));
+  auto second = venvfix_cli(m_venv, {"-v", "-v", "run", "--", "true"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find(" 0 new store links"), std::string::npos) << second.err;
+  EXPECT_EQ(print_of(m_venv), before);
+}
+
+// A command that writes a file in place changes no directory: it is still seen (the file's own
+// identity changed), analysed and judged. Here it damages torch (its RECORD size no longer
+// matches), and the rollback refuses, naming the file, since the snapshot shares its inode.
+TEST_F(RunCli, CommandWritingAFileInPlaceIsStillJudged) {
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  const fs::path file = venv->purelib / "torch/__init__.py";
+  auto result = venvfix_cli(m_venv, {"run", "--no-probe", "--", "sh", "-c",
+                                     "printf '# in place\\n' >> \"$1\"", "sh", file.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  EXPECT_NE(result.err.find("torch/__init__.py was changed in place"), std::string::npos)
+      << result.err;
+}
+
 }  // namespace
 }  // namespace venvfix::txn

@@ -40,8 +40,9 @@ class TxnGoldenSnapshot : public ::testing::Test {
     EXPECT_TRUE(venv) << venv.error().message;
     return {*venv, id};
   }
-  // A format 2 store, copied as `cp -a` would: git keeps neither mtimes nor exact modes, so each
-  // file gets back the mtime and mode its name records (dev-ino-size-mtime-mode, hex and octal).
+  // A format 2 or 3 store, copied as `cp -a` would: git keeps neither mtimes nor exact modes, so
+  // each file gets back the mtime and mode its name records (dev-ino-size-mtime-mode, hex and
+  // octal).
   static void copy_store(const fs::path& from, const fs::path& to) {
     fs::copy(from, to, fs::copy_options::recursive);
     std::error_code error;
@@ -60,6 +61,21 @@ class TxnGoldenSnapshot : public ::testing::Test {
       EXPECT_EQ(::chmod(it->path().c_str(), mode), 0) << name;
     }
     EXPECT_FALSE(error) << error.message();
+  }
+  // Restores tree snapshot `id` of example `name` and expects the venv to equal the example's
+  // directory `state`; the snapshot is kept.
+  void expect_restores_to(const env::Venv& venv, const std::string& id, const std::string& name,
+                          const std::string& state) {
+    fs::path example = venvfix::testing::source_dir() / "snapshots/examples" / name;
+    auto expected = fingerprint_tree(example / state);
+    ASSERT_TRUE(expected);
+    auto lock = VenvLock::acquire(venv, LockWait::fail);
+    ASSERT_TRUE(lock);
+    auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
+    ASSERT_TRUE(restored) << restored.error().message;
+    auto now = fingerprint(venv);
+    EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
+    EXPECT_TRUE(fs::exists(snapshots_dir(venv) / id / "manifest")) << "a tree snapshot is kept";
   }
   std::optional<TempDir> m_dir;
 };
@@ -87,15 +103,7 @@ TEST_F(TxnGoldenSnapshot, Version1TransactionSnapshot) {
 
 TEST_F(TxnGoldenSnapshot, Version1TreeSnapshotByReflink) {
   auto [venv, id] = install("v1-tree-reflink");
-  fs::path example = venvfix::testing::source_dir() / "snapshots/examples/v1-tree-reflink";
-  auto expected = fingerprint_tree(example / "snapshot/files");
-  ASSERT_TRUE(expected);
-  auto lock = VenvLock::acquire(venv, LockWait::fail);
-  ASSERT_TRUE(lock);
-  auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
-  ASSERT_TRUE(restored) << restored.error().message;
-  auto now = fingerprint(venv);
-  EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
+  expect_restores_to(venv, id, "v1-tree-reflink", "snapshot/files");
 }
 
 // Format 2: the manifest records identities, the files are in the venv's link store. The copied
@@ -103,11 +111,6 @@ TEST_F(TxnGoldenSnapshot, Version1TreeSnapshotByReflink) {
 // store; what pip added goes, the directory it removed comes back, with its symlink.
 TEST_F(TxnGoldenSnapshot, Version2TreeSnapshotFromTheStore) {
   auto [venv, id] = install("v2-tree-store");
-  fs::path example = venvfix::testing::source_dir() / "snapshots/examples/v2-tree-store";
-  auto expected = fingerprint_tree(example / "expected");
-  ASSERT_TRUE(expected);
-  auto lock = VenvLock::acquire(venv, LockWait::fail);
-  ASSERT_TRUE(lock);
   auto found = find_snapshot(venv, std::nullopt);
   ASSERT_TRUE(found) << found.error().message;
   EXPECT_EQ(found->format, 2);
@@ -115,11 +118,20 @@ TEST_F(TxnGoldenSnapshot, Version2TreeSnapshotFromTheStore) {
   auto diff = diff_snapshot(venv, id);
   ASSERT_TRUE(diff) << diff.error().message;
   EXPECT_EQ(diff->added.size(), 2u);  // pip_added/, pip_added/x.py
-  auto restored = restore_snapshot(venv, *lock, id, KeepSnapshot::no);
-  ASSERT_TRUE(restored) << restored.error().message;
-  auto now = fingerprint(venv);
-  EXPECT_EQ(now, *expected) << describe_difference(*expected, now);
-  EXPECT_TRUE(fs::exists(snapshots_dir(venv) / id / "manifest")) << "a tree snapshot is kept";
+  expect_restores_to(venv, id, "v2-tree-store", "expected");
+}
+
+// Format 3: format 2 with the walk's clock, the counts in the header and directory identities;
+// `d` directories had their entries carried over from an earlier walk. Restored like format 2
+// (every stored file is intact).
+TEST_F(TxnGoldenSnapshot, Version3TreeSnapshotWithCarriedDirectories) {
+  auto [venv, id] = install("v3-tree-carried");
+  auto found = find_snapshot(venv, std::nullopt);
+  ASSERT_TRUE(found) << found.error().message;
+  EXPECT_EQ(found->format, 3);
+  EXPECT_EQ(found->files, 6u);
+  EXPECT_EQ(found->bytes, 90u);
+  expect_restores_to(venv, id, "v3-tree-carried", "expected");
 }
 
 }  // namespace

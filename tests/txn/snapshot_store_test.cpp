@@ -1,10 +1,13 @@
-// The link store shared by format 2 tree snapshots: a later snapshot links only what is new, a
-// rollback moves only what differs (and puts back the very inodes the snapshot recorded), a file
-// changed in place is named and refused, delete and prune drop the links nothing references.
+// The link store shared by format 2 and 3 tree snapshots: a later snapshot links only what is new
+// and reads only the directories that changed, a rollback moves only what differs (and puts back
+// the very inodes the snapshot recorded), a file changed in place is named and refused, delete and
+// prune drop the links nothing references.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "txn/txn_test_support.hpp"
 #include "venvfix/txn/lock.hpp"
@@ -29,6 +32,10 @@ std::size_t count_entries(const fs::path& dir) {
 }
 
 class TxnSnapshotStore : public testing::LockedVenvTest {
+ public:
+  // Directories of make_small_venv, its root included.
+  static constexpr std::size_t k_dirs = 11;
+
  protected:
   TxnSnapshotStore() : LockedVenvTest("venvfix-store-test-") {}
   fs::path store() const { return m_venv.state_dir() / "store"; }
@@ -44,9 +51,21 @@ class TxnSnapshotStore : public testing::LockedVenvTest {
   }
 };
 
+// Lets the filesystem's clock move past everything written so far: a directory changed in the
+// clock tick a walk began in is read again by the next walk, never carried over.
+void settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+bool no_difference(const env::Venv& venv, const std::string& id) {
+  auto diff = diff_snapshot(venv, id);
+  EXPECT_TRUE(diff) << diff.error().message;
+  return diff && diff->added.empty() && diff->removed.empty() && diff->changed.empty();
+}
+
 TEST_F(TxnSnapshotStore, FirstSnapshotLinksEveryFileASecondOneNothing) {
   SnapshotInfo first = snapshot("first");
-  EXPECT_EQ(first.format, 2);
+  EXPECT_EQ(first.format, 3);
   EXPECT_EQ(first.linked, 7u);  // 7 regular files; the symlink and directories are manifest lines
   EXPECT_EQ(count_entries(store()), 7u);
   EXPECT_FALSE(fs::exists(snapshots_dir(m_venv) / first.id / "files"));
@@ -109,10 +128,13 @@ TEST_F(TxnSnapshotStore, FileChangedInPlaceIsNamedAndNothingChanges) {
   EXPECT_EQ(fingerprint(m_venv), print) << "a refused restore changed the venv";
   EXPECT_FALSE(fs::exists(m_venv.state_dir() / "staging") &&
                count_entries(m_venv.state_dir() / "staging") != 0);
-  // A snapshot taken after the change records the new identities: the same two inodes get a
-  // store name each for them.
+  // A snapshot taken after the change holds the edited files as they are: pkg/ changed, so it
+  // is read again and __init__.py linked under its new identity; other/ did not, so mod.py's
+  // older identity is carried over, and its ctime (older than the walk) says it is the same file.
+  settle();
   SnapshotInfo later = snapshot("after the edit");
-  EXPECT_EQ(later.linked, 2u);
+  EXPECT_EQ(later.linked, 1u);
+  EXPECT_TRUE(no_difference(m_venv, later.id));
 }
 
 TEST_F(TxnSnapshotStore, DeleteAndPruneDropStoreLinksNoSnapshotReferences) {
@@ -148,6 +170,89 @@ TEST_F(TxnSnapshotStore, ChmodAfterTheSnapshotIsRestoredWithTheRecordedMode) {
   ASSERT_EQ(::stat((site() / "pkg/lib/libpkg.so.1").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0755u);
   EXPECT_EQ(read_text(site() / "pkg/lib/libpkg.so.1"), std::string(5000, 'a'));
+}
+
+// A later snapshot reads only the directories whose entries changed since the last walk (pip's
+// writes are renames and unlinks: they change their directory); the others' entries are carried
+// over. Every snapshot still restores exactly its own state.
+TEST_F(TxnSnapshotStore, LaterSnapshotReadsOnlyTheDirectoriesThatChanged) {
+  settle();
+  SnapshotInfo first = snapshot("first");
+  EXPECT_EQ(first.dirs_listed, k_dirs);
+  EXPECT_EQ(first.dirs_carried, 0u);
+  auto first_print = fingerprint(m_venv);
+  settle();
+  SnapshotInfo second = snapshot("second");
+  EXPECT_EQ(second.dirs_listed, 1u) << "only the root is always read";
+  EXPECT_EQ(second.dirs_carried, k_dirs - 1);
+  EXPECT_EQ(second.files, first.files);
+  EXPECT_EQ(second.linked, 0u);
+  replace("pkg/__init__.py", "x = 2\n");
+  fs::remove_all(site() / "pkg/sub");
+  write_text(site() / "newpkg/x.py", "new\n");
+  auto third_print = fingerprint(m_venv);
+  settle();
+  SnapshotInfo third = snapshot("third");
+  // The root, site-packages (newpkg/ added), pkg/ (a rename over a name, a removal), newpkg/.
+  EXPECT_EQ(third.dirs_listed, 4u);
+  EXPECT_EQ(third.linked, 2u);
+  EXPECT_TRUE(no_difference(m_venv, third.id));
+  ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, first.id, KeepSnapshot::no));
+  EXPECT_EQ(fingerprint(m_venv), first_print);
+  ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, third.id, KeepSnapshot::no));
+  EXPECT_EQ(fingerprint(m_venv), third_print);
+  // Without the last walk (walk-base gone) every directory is read again: pkg/sub and
+  // pkg/sub/deep are gone, newpkg/ is new.
+  fs::remove(m_venv.state_dir() / "walk-base");
+  EXPECT_EQ(snapshot("full").dirs_listed, k_dirs - 1);
+}
+
+// A file written in place or chmod'ed leaves its directory as it was, so the next snapshot carries
+// the file's older identity over. Its ctime shows the change came before that snapshot's walk: the
+// snapshot restores the file as it was when it was taken.
+TEST_F(TxnSnapshotStore, FileChangedInPlaceBeforeALaterSnapshotIsPartOfItsState) {
+  settle();
+  snapshot("first");
+  write_text(site() / "other/mod.py", "y = 3  # edited in place\n");
+  ASSERT_EQ(::chmod((site() / "pkg/lib/libpkg.so.1").c_str(), 0700), 0);
+  auto print = fingerprint(m_venv);
+  settle();
+  SnapshotInfo later = snapshot("later");
+  ASSERT_EQ(later.dirs_listed, 1u) << "other/ and pkg/lib/ were carried over";
+  EXPECT_TRUE(no_difference(m_venv, later.id));
+  // pip removes and adds around the two files.
+  fs::remove_all(site() / "pkg/sub");
+  write_text(site() / "newpkg/x.py", "new\n");
+  auto restored = restore_snapshot(m_venv, *m_lock, later.id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  auto after = fingerprint(m_venv);
+  EXPECT_EQ(after, print) << describe_difference(print, after);
+}
+
+// After the snapshot, a write in place through a carried-over file's name is seen (its ctime is
+// newer than the walk) and refused, as for any file. So is a file changed in place before the
+// snapshot whose name pip then replaced: the unlink moved the old inode's ctime past the walk, so
+// nothing tells when the write happened, and the store no longer holds what the snapshot needs.
+// Either way the venv is left exactly as it is: never a mix.
+TEST_F(TxnSnapshotStore, InPlaceChangesACarriedOverSnapshotCannotPlaceAreRefused) {
+  settle();
+  snapshot("first");
+  write_text(site() / "pkg/__init__.py", "x = 10  # before the snapshot\n");
+  settle();
+  SnapshotInfo later = snapshot("later");
+  ASSERT_EQ(later.dirs_listed, 1u);
+  write_text(site() / "other/mod.py", "y = 3  # after the snapshot\n");
+  EXPECT_FALSE(no_difference(m_venv, later.id));
+  replace("pkg/__init__.py", "x = 11  # pip\n");
+  fs::remove_all(site() / "pkg/sub");
+  auto print = fingerprint(m_venv);
+  auto restored = restore_snapshot(m_venv, *m_lock, later.id, KeepSnapshot::yes);
+  ASSERT_FALSE(restored);
+  const std::string& message = restored.error().message;
+  EXPECT_NE(message.find((site() / "other/mod.py").string()), std::string::npos) << message;
+  EXPECT_NE(message.find((site() / "pkg/__init__.py").string()), std::string::npos) << message;
+  EXPECT_NE(message.find("nothing was changed"), std::string::npos) << message;
+  EXPECT_EQ(fingerprint(m_venv), print) << "a refused restore changed the venv";
 }
 
 }  // namespace

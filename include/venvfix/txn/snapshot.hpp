@@ -4,10 +4,11 @@
 // - tree: a whole-venv snapshot (`snapshot create`, `run`). Its manifest records every path's
 //   identity (type, mode, size, mtime, device, inode; symlink targets); the files are held by one
 //   store of hard links under <venv>/.venvfix/store/ that all tree snapshots share, keyed by
-//   identity, so a snapshot links only files the store does not hold yet. A restore touches only
-//   the paths whose identity differs, and refuses, naming it, a file changed in place since (its
-//   inode is the stored one, so the old bytes are gone). Format 1 tree snapshots (a mirror tree
-//   of links or clones under files/) are still restored.
+//   identity, so a snapshot links only files the store does not hold yet, and reads only the
+//   directories that changed since the last snapshot. A restore touches only the paths whose
+//   identity differs, and refuses, naming it, a file changed in place since (its inode is the
+//   stored one, so the old bytes are gone). Format 1 tree snapshots (a mirror tree of links or
+//   clones under files/) are still restored.
 // - transaction: what a committed transaction replaced or removed (the files themselves,
 //   renamed, never copied) plus the list of paths it added.
 // Restoring (rollback_to) is itself a journaled transaction, so it is crash-safe.
@@ -39,12 +40,18 @@ struct SnapshotInfo {
   std::uint64_t bytes = 0;   // their total size (apparent; no data is copied)
   int format = 1;            // manifest format version
   std::uint64_t linked = 0;  // create_snapshot only: links it added to the store
+  // create_snapshot only: directories it read, and directories whose entries it carried over
+  // from the last walk because they had not changed since.
+  std::uint64_t dirs_listed = 0;
+  std::uint64_t dirs_carried = 0;
 };
 
 fs::path snapshots_dir(const env::Venv& venv);
 
-// A whole-venv snapshot (everything except .venvfix/). Costs no copy of file data: a stat per
-// path and a hard link per file the store does not hold yet.
+// A whole-venv snapshot (everything except .venvfix/). Costs no copy of file data: a hard link
+// per file the store does not hold yet, and a stat per path in each directory that changed since
+// the last walk (a directory whose identity did not change is not read: its entries are carried
+// over, snapshots/README.md "Format 3"), one per directory otherwise.
 Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,
                                      std::string reason);
 
@@ -66,6 +73,11 @@ Status rollback_to(const env::Venv& venv, const VenvLock& lock, const std::strin
 
 // Both also drop the store links no remaining snapshot references.
 Status delete_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id);
+// Removes the snapshot but keeps its store links, even those no other snapshot references: for a
+// snapshot of a venv that has not changed since (`run` of a command that changed nothing), whose
+// links are those of files still in the venv, cost no space, and are what the next snapshot
+// needs. delete_snapshot and prune_snapshots drop them once no snapshot references them.
+Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::string& id);
 // Deletes all but the newest `keep` snapshots; returns the deleted ids.
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
                                                  std::size_t keep);

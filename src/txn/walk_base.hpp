@@ -1,0 +1,63 @@
+// The previous walk of a venv, which the next whole-venv snapshot may carry directories over from
+// (private to txn). <venv>/.venvfix/walk-base is a hard link to the manifest of the last tree
+// snapshot created (it outlives that snapshot's deletion); snapshots/README.md, "Format 3".
+//
+// Why carrying a directory over is sound: every change to a directory's entries (a file created,
+// unlinked or renamed in or out of it, pip's writes and removals included) sets the directory's
+// ctime to the filesystem clock's now, and ctime cannot be set by any call. So a directory whose
+// inode and ctime (and mtime) are what a walk recorded, recorded before that walk began (older than
+// the walk's clock: a change in the same clock tick could not be told apart), still has exactly the
+// entries that walk listed, with the same inodes. What it cannot show is a file *written in place*
+// (or chmod'ed) since: the carried identity of such a file is older than the snapshot, which
+// unchanged_since_walk (link_store.hpp) accounts for at restore.
+#pragma once
+
+#include <sys/stat.h>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "txn/manifest.hpp"
+#include "venvfix/base/result.hpp"
+#include "venvfix/env/venv.hpp"
+
+namespace venvfix::txn {
+
+// <venv>/.venvfix/walk-base.
+fs::path walk_base_file(const env::Venv& venv);
+
+class WalkBase {
+ public:
+  // The last walk, when there is a usable one (a version 3 tree manifest with its walk time);
+  // nullptr otherwise: the next snapshot lists every directory.
+  static std::unique_ptr<WalkBase> load(const env::Venv& venv);
+
+  // Whether directory `rel`, now `st` (fstat of the opened directory), still has the entries the
+  // last walk recorded for it.
+  bool unchanged(const std::string& rel, const struct stat& st) const;
+  // The entries directly in directory `rel` ("" is the root), in walk order.
+  const std::vector<std::uint32_t>& children(const std::string& rel) const;
+  const ManifestEntry& entry(std::uint32_t index) const { return m_manifest.entries[index]; }
+
+ private:
+  explicit WalkBase(Manifest manifest);
+
+  Manifest m_manifest;
+  // Both keyed by views into m_manifest's paths, which never move after construction.
+  std::unordered_map<std::string_view, std::uint32_t> m_dirs;
+  std::unordered_map<std::string_view, std::vector<std::uint32_t>> m_children;
+};
+
+// Makes `manifest` (a tree snapshot's, just written) the base of the next walk: a hard link
+// renamed over walk-base. A failure only costs the next snapshot a full walk (logged).
+void remember_walk(const env::Venv& venv, const fs::path& manifest);
+
+// The filesystem's clock now: the ctime of <venv>/.venvfix/clock right after touching it. Every
+// inode change after this call gets a ctime at least this (the kernel's timestamps never go back,
+// unless the wall clock is set back), every change before it at most this.
+Result<std::int64_t> filesystem_now(const env::Venv& venv);
+
+}  // namespace venvfix::txn
