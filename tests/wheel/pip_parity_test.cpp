@@ -55,6 +55,9 @@ std::vector<fs::path> world_wheels_without_overlap() {
   std::vector<fs::path> out;
   std::set<std::string> claimed;
   for (const auto& [project, chosen] : newest) {
+    // The interpreter's bundled pip and setuptools are installed beside these: a world wheel of
+    // the same project would make pip refuse the whole command (two versions of one project).
+    if (project == "pip" || project == "setuptools") continue;
     auto contents = read_wheel(chosen.second);
     if (!contents) continue;
     std::vector<std::string> paths;
