@@ -132,6 +132,18 @@ TEST_F(Wheelhouse, OnePlanFetchedOnceAppliesOnEveryHostFromNginx) {
 
   auto nginx = venvfix::testing::NginxServer::start(path("www"), path("nginx"));
   ASSERT_TRUE(nginx) << "nginx did not start; see " << path("nginx/error.log");
+  // The real pip reads the page `fetch` wrote as a find-links page and checks its hashes.
+  const json plan_document = json::parse(*read_file(plan));
+  for (const json& action : plan_document["actions"]) {
+    if (action["action"] != "install") continue;
+    CommandResult pip = venvfix::testing::run_command(
+        {(image / "bin/python").string(), "-m", "pip", "download", "--no-deps", "--no-index",
+         "--find-links", nginx->url("/wheels/"), "-d", path("pip-download").string(),
+         action["dist"].get<std::string>() + "==" + action["version"].get<std::string>()},
+        {{"PIP_DISABLE_PIP_VERSION_CHECK", "1"}}, 120);
+    EXPECT_EQ(pip.exit_code, 0) << pip.out << pip.err;
+    EXPECT_TRUE(fs::exists(path("pip-download") / action["file"].get<std::string>()));
+  }
   for (const char* name : {"a", "b"}) {
     const fs::path venv = host(image, name);
     ASSERT_NE(venvfix::testing::import_torch(venv).exit_code, 0);  // the seed breakage
@@ -145,13 +157,13 @@ TEST_F(Wheelhouse, OnePlanFetchedOnceAppliesOnEveryHostFromNginx) {
   for (const auto& entry : fs::directory_iterator(wheels)) {
     if (entry.path().extension() != ".whl") continue;
     const std::string request = "GET /wheels/" + entry.path().filename().string();
-    // Each host fetched each wheel once (its own empty cache).
+    // pip fetched each wheel once, and each host once (its own empty cache).
     std::size_t count = 0;
     for (std::size_t at = log->find(request); at != std::string::npos;
          at = log->find(request, at + 1)) {
       ++count;
     }
-    EXPECT_EQ(count, 2u) << request;
+    EXPECT_EQ(count, 3u) << request;
   }
 }
 

@@ -1,8 +1,10 @@
 #include "support/nginx.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +83,15 @@ std::optional<NginxServer> NginxServer::start(const fs::path& root, const fs::pa
     write_config(config, root, work, port);
     const pid_t pid = ::fork();
     if (pid == 0) {
+      // A test that dies (an ASan abort) must not leave nginx holding ctest's output pipe open:
+      // ctest would wait for it until the timeout. So nginx dies with the test and writes to a
+      // file of its own.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      const int log = ::open((work / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (log >= 0) {
+        ::dup2(log, STDOUT_FILENO);
+        ::dup2(log, STDERR_FILENO);
+      }
       ::execl(k_nginx, k_nginx, "-p", work.c_str(), "-c", config.c_str(), nullptr);
       ::_exit(127);
     }
