@@ -69,13 +69,12 @@ LoaderHelp parse_loader_help(std::string_view text) {
 
 std::vector<std::string> legacy_subdirs(const LoaderHelp& help) {
   // glibc builds temp[] = hwcap names (ascending bit), platform, "tls" and emits every subset,
-  // joined from the last element to the first, counting down from the full set.
-  std::vector<std::string> items;  // most significant first: tls, platform, hwcaps reversed
+  // joined from the last element to the first, counting down from the full set. --help prints
+  // the hwcap names from the highest bit down (elf/dl-usage.c), which is already that order.
+  std::vector<std::string> items;  // most significant first: tls, platform, hwcaps as printed
   if (help.legacy_tls) items.emplace_back("tls");
   if (!help.legacy_platform.empty()) items.push_back(help.legacy_platform);
-  for (auto it = help.legacy_hwcaps.rbegin(); it != help.legacy_hwcaps.rend(); ++it) {
-    items.push_back(*it);
-  }
+  items.insert(items.end(), help.legacy_hwcaps.begin(), help.legacy_hwcaps.end());
   std::vector<std::string> result;
   if (items.empty() || items.size() > 16) return result;
   const std::size_t count = items.size();

@@ -12,7 +12,7 @@ namespace venvfix::elf::detail {
 struct LoaderHelp {
   std::vector<std::string> system_dirs;    // "Shared library search path" (system search path)
   std::vector<std::string> glibc_hwcaps;   // supported and searched, in priority order
-  std::vector<std::string> legacy_hwcaps;  // supported legacy hwcap names (not tls/platform)
+  std::vector<std::string> legacy_hwcaps;  // searched legacy hwcap names, highest bit first
   bool legacy_tls = false;                 // "tls" is searched
   std::string legacy_platform;             // the AT_PLATFORM legacy subdirectory, if searched
 };

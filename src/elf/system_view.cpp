@@ -44,6 +44,8 @@ fs::path host_interpreter() {
   return std::string(arch_defaults().interpreter);
 }
 
+// The kernel's AT_PLATFORM; glibc replaces it with its own name for the CPU ("haswell",
+// "xeon_phi" on some Intel CPUs), so the loader's --help, when it answers, wins over this.
 std::string host_platform() {
   // getauxval returns AT_PLATFORM's pointer as an integer.
   const auto* platform =
@@ -103,6 +105,8 @@ SystemView loader_view() {
       view.hwcap_subdirs.push_back("glibc-hwcaps/" + name);
     }
     view.glibc_hwcaps = help.glibc_hwcaps;
+    // What $PLATFORM expands to: GLRO(dl_platform), which --help prints as the AT_PLATFORM line.
+    if (!help.legacy_platform.empty()) view.platform = help.legacy_platform;
     for (std::string& sub : detail::legacy_subdirs(help)) view.hwcap_subdirs.push_back(sub);
   } else {
     spdlog::debug("{} --help gave nothing; using built-in default directories",

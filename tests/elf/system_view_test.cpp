@@ -48,6 +48,29 @@ TEST(ElfSystemView, ParsesTheLoadersHelp) {
                                       "x86_64/x86_64", "x86_64", "x86_64"}));
 }
 
+// The same loader on an Intel CPU with AVX-512: glibc names the platform "haswell" (not the
+// kernel's AT_PLATFORM "x86_64") and searches two hwcap names, printed from the highest bit
+// down. The expected order is what that loader printed with LD_DEBUG=libs.
+constexpr std::string_view k_help_avx512 =
+    R"(Legacy HWCAP subdirectories under library search path directories:
+  haswell (AT_PLATFORM; supported, searched)
+  tls (supported, searched)
+  avx512_1 (supported, searched)
+  x86_64 (supported, searched)
+)";
+
+TEST(ElfSystemView, LegacySubdirectoriesKeepTheOrderTheLoaderPrints) {
+  detail::LoaderHelp help = detail::parse_loader_help(k_help_avx512);
+  EXPECT_EQ(help.legacy_platform, "haswell");
+  EXPECT_EQ(help.legacy_hwcaps, (std::vector<std::string>{"avx512_1", "x86_64"}));
+  EXPECT_EQ(detail::legacy_subdirs(help),
+            (std::vector<std::string>{
+                "tls/haswell/avx512_1/x86_64", "tls/haswell/avx512_1", "tls/haswell/x86_64",
+                "tls/haswell", "tls/avx512_1/x86_64", "tls/avx512_1", "tls/x86_64", "tls",
+                "haswell/avx512_1/x86_64", "haswell/avx512_1", "haswell/x86_64", "haswell",
+                "avx512_1/x86_64", "avx512_1", "x86_64"}));
+}
+
 TEST(ElfSystemView, SplitsLdLibraryPathLikeTheLoader) {
   EXPECT_TRUE(split_ld_library_path("").empty());
   EXPECT_EQ(split_ld_library_path("/a:/b;/c"), (std::vector<fs::path>{"/a", "/b", "/c"}));
@@ -62,6 +85,10 @@ TEST(ElfSystemView, HostViewMatchesTheLoadersOwnSearch) {
   ASSERT_FALSE(view->default_dirs.empty());
   for (const fs::path& dir : view->default_dirs) EXPECT_TRUE(dir.is_absolute()) << dir;
   EXPECT_FALSE(view->platform.empty());
+  // $PLATFORM is the loader's own name for the CPU: what its --help calls AT_PLATFORM.
+  auto help = detail::run_loader_help(view->interpreter);
+  ASSERT_TRUE(help);
+  EXPECT_EQ(view->platform, detail::parse_loader_help(*help).legacy_platform);
   EXPECT_FALSE(view->lib.empty());
   ASSERT_TRUE(view->cache) << "this host has an /etc/ld.so.cache";
 

@@ -23,7 +23,7 @@ struct SystemView {
   std::optional<LdCache> cache;           // none: no cache (as when the file is absent)
   std::vector<fs::path> default_dirs;     // glibc's SYSTEM_DIRS, in search order
   std::vector<fs::path> ld_library_path;  // raw elements; "" means the current directory
-  std::string platform;                   // $PLATFORM (AT_PLATFORM), e.g. "x86_64"
+  std::string platform;                   // $PLATFORM (the loader's, e.g. "x86_64", "haswell")
   std::string lib;                        // $LIB, e.g. "lib/x86_64-linux-gnu" on Debian
   // Subdirectories tried under every search directory before the directory itself, best
   // first, e.g. "glibc-hwcaps/x86-64-v3", then legacy ones such as "tls/x86_64" (glibc < 2.37).
