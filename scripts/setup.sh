@@ -19,6 +19,8 @@ packages=(
   # scripts/package-test.sh: the .deb's Depends (dpkg-shlibdeps) and a clean Debian 12 root;
   # the guard's shell-hook test runs bash on a pty with script(1) (util-linux)
   dpkg-dev debootstrap util-linux
+  # the reflink snapshot test and benchmark make an XFS filesystem on a loop device
+  xfsprogs
 )
 
 missing=()
