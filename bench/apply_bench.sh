@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Apply benchmark: staging a plan of several large wheels (~1.5 GB, bench/make_big_wheels.py)
-# from a loopback index, with venvfix next to `pip install --no-deps` of the same wheels and
-# `bsdtar -xf` of them one after another (the sequential floor), side by side in one run.
+# from a loopback index, with venvfix next to `pip install --no-deps` of the same wheels,
+# `bsdtar -xf` of them one after another (the sequential floor) and curl of them one after
+# another (the network's floor), side by side in one run.
 #
-#   bench/apply_bench.sh [--total-mb 1500] [--big-member-mb N] [--repeat 3] [--work DIR]
-#                        [--out DIR] [--keep] [--markdown FILE]
+#   bench/apply_bench.sh [--total-mb 1500] [--big-member-mb N] [--real-nvidia] [--rate-mb R]
+#                        [--repeat 3] [--work DIR] [--out DIR] [--keep] [--markdown FILE]
 #
 # --big-member-mb N: instead of the plan of six wheels, one wheel whose library is a single
 # member of N MB (the bounded-memory check: a 2 GB member must not cost 2 GB of memory).
+# --real-nvidia: NVIDIA's real bytes instead: nvidia-cudnn-cu13 9.19.0.56 and nvidia-cublas
+# 13.1.0.3 rebuilt from this machine's CUDA 13 runtime, every member checked against its RECORD
+# hash (bench/make_real_wheels.py).
+# --rate-mb R: the index sends at most R MB/s, all connections together
+# (tests/servers/index_server.py --rate-mb): compare the cold apply with the curl row.
 #
 # Rows (wall time of the whole process, fresh output directory and venv each time, `sync`
 # before each run so no run pays for the previous one's writeback):
@@ -30,6 +36,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 total_mb=1500
 big_member_mb=0
+real_nvidia=0
+rate_mb=""
 repeat=3
 work=""
 out_root=""
@@ -39,12 +47,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --total-mb) total_mb=$2; shift 2 ;;
     --big-member-mb) big_member_mb=$2; shift 2 ;;
+    --real-nvidia) real_nvidia=1; shift ;;
+    --rate-mb) rate_mb=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out_root=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --markdown) markdown=$2; shift 2 ;;
-    *) echo "usage: $0 [--total-mb N] [--repeat N] [--work DIR] [--out DIR] [--keep] [--markdown FILE]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--total-mb N] [--big-member-mb N] [--real-nvidia] [--rate-mb R] [--repeat N] [--work DIR] [--out DIR] [--keep] [--markdown FILE]" >&2; exit 2 ;;
   esac
 done
 
@@ -73,7 +83,9 @@ venvfix="$build/venvfix"
 driver="$build/bench/unpack_bench"
 
 # --- the wheels, the index and a venv ---------------------------------------------------------
-if [ "$big_member_mb" != 0 ]; then
+if [ "$real_nvidia" = 1 ]; then
+  python3 "$repo/bench/make_real_wheels.py" "$work/www"
+elif [ "$big_member_mb" != 0 ]; then
   python3 "$repo/bench/make_big_wheels.py" "$work/www" --big-member-mb "$big_member_mb"
 else
   python3 "$repo/bench/make_big_wheels.py" "$work/www" --total-mb "$total_mb"
@@ -84,7 +96,8 @@ for f in "$work"/www/files/*.whl; do files+=("$f"); done
 wheel_bytes=$(cat "${files[@]}" | wc -c)
 installed_bytes=$(python3 -c 'import sys, zipfile; print(sum(i.file_size for f in sys.argv[1:] for i in zipfile.ZipFile(f).infolist()))' "${files[@]}")
 
-python3 "$repo/tests/servers/index_server.py" --root "$work/www" > "$work/server.out" &
+throttle=(); if [ -n "$rate_mb" ]; then throttle=(--rate-mb "$rate_mb"); fi
+python3 "$repo/tests/servers/index_server.py" --root "$work/www" "${throttle[@]}" > "$work/server.out" &
 server_pid=$!
 for _ in $(seq 100); do [ -s "$work/server.out" ] && break; sleep 0.1; done
 index="http://127.0.0.1:$(head -1 "$work/server.out")/simple"
@@ -164,11 +177,16 @@ pip_install() {
 pip_cold() { pip_install --no-cache-dir; }
 pip_warm() { pip_install --cache-dir "$out_root/pip-cache"; }
 bsdtar_seq() { for f in "${files[@]}"; do timed bsdtar -xf "$f" -C "$out"; done; }
+curl_seq() {
+  for f in "${files[@]}"; do
+    timed curl -sSf -o "$out/$(basename "$f")" "${index%/simple}/files/$(basename "$f")"
+  done
+}
 
 labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again (warm caches: re-apply)"
         "venvfix: stage local files, parallel" "venvfix: stage local files, streaming (1 thread)"
         "pip install --no-deps (--no-cache-dir)" "pip install --no-deps (warm pip cache)"
-        "bsdtar -xf, one after another")
+        "bsdtar -xf, one after another" "curl of the wheels, one after another")
 echo "warming the caches..." >&2
 warm_caches
 loads=()
@@ -182,6 +200,7 @@ for r in $(seq "$repeat"); do
   run "${labels[4]}" fresh_venv pip_cold
   run "${labels[5]}" fresh_venv pip_warm
   run "${labels[6]}" nothing bsdtar_seq
+  run "${labels[7]}" nothing curl_seq
 done
 loads+=("$(cut -d' ' -f1 /proc/loadavg)")
 rm -rf "$out_root/out" "$out_root/warm-cache" "$out_root/pip-cache"
@@ -190,9 +209,10 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR
 pip_median=$(echo "${times[${labels[4]}]}" | median)
 pip_warm_median=$(echo "${times[${labels[5]}]}" | median)
 bsdtar_median=$(echo "${times[${labels[6]}]}" | median)
+curl_median=$(echo "${times[${labels[7]}]}" | median)
 {
-  echo "| run | median s | best s | all s | CPU s (median) | installed MB/s | peak RSS MiB | pip (cold) ÷ this | pip (warm) ÷ this | bsdtar ÷ this |"
-  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+  echo "| run | median s | best s | all s | CPU s (median) | installed MB/s | peak RSS MiB | pip (cold) ÷ this | pip (warm) ÷ this | bsdtar ÷ this | this ÷ curl |"
+  echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"
   for label in "${labels[@]}"; do
     m=$(echo "${times[$label]}" | median)
     b=$(echo "${times[$label]}" | tr ' ' '\n' | grep -v '^$' | sort -g | head -1)
@@ -200,13 +220,13 @@ bsdtar_median=$(echo "${times[${labels[6]}]}" | median)
     c=$(echo "${cpu[$label]}" | median)
     r=$(echo "${rss[$label]:-0}" | tr ' ' '\n' | grep -v '^$' | sort -n | tail -1)
     awk -v l="$label" -v m="$m" -v b="$b" -v all="$all" -v c="$c" -v p="$pip_median" -v pw="$pip_warm_median" \
-        -v t="$bsdtar_median" -v bytes="$installed_bytes" -v r="$r" 'BEGIN {
-      printf "| %s | %.2f | %.2f | %s | %.1f | %.0f | %.0f | %.2f× | %.2f× | %.2f× |\n", l, m, b, all, c, bytes / 1e6 / m, r / 1024, p / m, pw / m, t / m }'
+        -v t="$bsdtar_median" -v k="$curl_median" -v bytes="$installed_bytes" -v r="$r" 'BEGIN {
+      printf "| %s | %.2f | %.2f | %s | %.1f | %.0f | %.0f | %.2f× | %.2f× | %.2f× | %.2f× |\n", l, m, b, all, c, bytes / 1e6 / m, r / 1024, p / m, pw / m, t / m, m / k }'
   done
   echo
   echo "${#files[@]} wheels, $(echo "$wheel_bytes" | awk '{printf "%.2f GB", $1/1e9}') of wheels," \
        "$(echo "$installed_bytes" | awk '{printf "%.2f GB", $1/1e9}') installed, $(find "$work/www/files" -name '*.whl' -exec python3 -c 'import sys, zipfile; print(sum(len(zipfile.ZipFile(f).infolist()) for f in sys.argv[1:]))' {} + | awk '{s+=$1} END {print s}') members;" \
-       "$repeat rounds; output on $(df --output=fstype "$out_root" | tail -1);" \
+       "$repeat rounds; output on $(df --output=fstype "$out_root" | tail -1); index rate ${rate_mb:-unlimited} MB/s;" \
        "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM;" \
        "load average (1 min) at each round's start and at the end: ${loads[*]};" \
        "$(python3 -m pip --version | cut -d' ' -f1-2), Python $(python3 -c 'import platform; print(platform.python_version())'), $(bsdtar --version | cut -d' ' -f1-2)."

@@ -7,7 +7,9 @@ Modified without a body), and PEP 691 content negotiation: a directory answers w
 index.json (application/vnd.pypi.simple.v1+json) when the client prefers JSON, else its
 index.html. Optional: TLS (--tls-cert/--tls-key), HTTP basic auth (--auth user:password),
 a request log (--log FILE, one JSON object per request, with the status answered), a
-Cache-Control header on every directory page (--cache-control "max-age=600").
+Cache-Control header on every directory page (--cache-control "max-age=600"), a limit on the
+bytes of files sent per second by all connections together (--rate-mb 100: the benchmarks'
+"index throttled to 100 MB/s").
 
 The first line on stdout is the port it listens on (bind to port 0 to let the kernel choose).
 """
@@ -22,6 +24,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -48,6 +51,26 @@ def prefers_json(accept):
     return best_json > 0 and best_json >= best_html
 
 
+class RateLimit:
+    """One schedule shared by every connection: a chunk of N bytes may leave N / rate seconds
+    after the previous one, so the server as a whole sends at most `rate` bytes per second."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, bytes_per_second):
+        self.rate = float(bytes_per_second)
+        self.lock = threading.Lock()
+        self.next_slot = time.monotonic()
+
+    def wait_for(self, size):
+        with self.lock:
+            now = time.monotonic()
+            slot = max(now, self.next_slot)
+            self.next_slot = slot + size / self.rate
+        if slot > now:
+            time.sleep(slot - now)
+
+
 class IndexHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
@@ -60,6 +83,7 @@ class IndexHandler(BaseHTTPRequestHandler):
     log_lock = threading.Lock()
     page_cache_control = None  # sent with every directory page when set
     hold_dir = None  # --hold-dir (fault_server.py)
+    rate_limit = None  # --rate-mb: a RateLimit shared by every connection
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass  # quiet: tests read --log instead
@@ -257,7 +281,12 @@ class IndexHandler(BaseHTTPRequestHandler):
 
     def send_body(self, full, start, end):
         with open(full, "rb") as source:
-            if self.body_filter.__func__ is IndexHandler.body_filter:
+            if self.body_filter.__func__ is IndexHandler.body_filter and self.rate_limit:
+                for offset in range(start, end, RateLimit.CHUNK):
+                    count = min(RateLimit.CHUNK, end - offset)
+                    self.rate_limit.wait_for(count)
+                    self.connection.sendfile(source, offset, count)
+            elif self.body_filter.__func__ is IndexHandler.body_filter:
                 # sendfile: the kernel copies, so the benchmark measures the client.
                 self.connection.sendfile(source, start, end - start)
             else:
@@ -287,6 +316,7 @@ def parse_arguments(argv):
     parser.add_argument("--log")
     parser.add_argument("--cache-control")
     parser.add_argument("--hold-dir", help="fault_server.py's hold fault: where it signals")
+    parser.add_argument("--rate-mb", type=float, help="send files at most this many MB/s in all")
     return parser.parse_args(argv)
 
 
@@ -297,6 +327,8 @@ def serve(handler_class, argv):
     handler_class.log_file = args.log
     handler_class.page_cache_control = args.cache_control
     handler_class.hold_dir = args.hold_dir
+    if args.rate_mb:
+        handler_class.rate_limit = RateLimit(args.rate_mb * 1e6)
     server = Server(("127.0.0.1", args.port), handler_class)
     if args.tls_cert:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
