@@ -281,17 +281,17 @@ class IndexHandler(BaseHTTPRequestHandler):
 
     def send_body(self, full, start, end):
         with open(full, "rb") as source:
-            if self.body_filter.__func__ is IndexHandler.body_filter and self.rate_limit:
-                for offset in range(start, end, RateLimit.CHUNK):
-                    count = min(RateLimit.CHUNK, end - offset)
-                    self.rate_limit.wait_for(count)
-                    self.connection.sendfile(source, offset, count)
-            elif self.body_filter.__func__ is IndexHandler.body_filter:
-                # sendfile: the kernel copies, so the benchmark measures the client.
-                self.connection.sendfile(source, start, end - start)
-            else:
+            if self.body_filter.__func__ is not IndexHandler.body_filter:
                 source.seek(start)
                 self.wfile.write(self.body_filter(source.read(end - start)))
+                return
+            # sendfile: the kernel copies, so the benchmark measures the client.
+            chunk = RateLimit.CHUNK if self.rate_limit else max(end - start, 1)
+            for offset in range(start, end, chunk):
+                count = min(chunk, end - offset)
+                if self.rate_limit:
+                    self.rate_limit.wait_for(count)
+                self.connection.sendfile(source, offset, count)
 
 
 class Server(ThreadingHTTPServer):
