@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "venvfix/base/strings.hpp"
+#include "venvfix/wheel/arriving_wheel.hpp"
 #include "venvfix/wheel/unpacked_cache.hpp"
 #include "venvfix/wheel/wheel.hpp"
 #include "wheel/entry_points.hpp"
@@ -132,10 +133,11 @@ class Installer {
 
   Result<InstallResult> run() {
     VENVFIX_TRY(place_members());
-    std::optional<Result<std::vector<detail::StreamedMember>>> copied;
-    if (m_options.from_unpacked != nullptr) copied = copy_from_unpacked(*m_options.from_unpacked);
-    bool from_cache = copied.has_value();
-    VENVFIX_TRY_ASSIGN(auto streamed, from_cache ? std::move(*copied) : unpack());
+    std::optional<Result<std::vector<detail::StreamedMember>>> ready;
+    if (m_options.from_unpacked != nullptr) ready = copy_from_unpacked(*m_options.from_unpacked);
+    const bool from_cache = ready.has_value();
+    if (!ready && m_options.arriving != nullptr) ready = adopt_arrived(*m_options.arriving);
+    VENVFIX_TRY_ASSIGN(auto streamed, ready ? std::move(*ready) : unpack());
     if (!from_cache && m_options.keep_unpacked != nullptr) keep_unpacked(streamed);
     for (std::size_t i = 0; i < m_placements.size(); ++i) {
       const Placement& p = m_placements[i];
@@ -152,6 +154,7 @@ class Installer {
       VENVFIX_TRY(generate(info + "/REQUESTED", "", m_file_mode));
     }
     InstallResult result;
+    result.adopted = m_adopted;
     result.record_text = record_text();
     VENVFIX_TRY(write_new(info + "/RECORD", result.record_text, m_file_mode));
     result.dist_info = info;
@@ -238,25 +241,37 @@ class Installer {
     return m_contents.members[i].executable ? m_exec_mode : m_file_mode;
   }
 
+  // The archive mapped, with its zip index, when that index agrees with what read_wheel saw
+  // member for member; nullopt otherwise (a file replaced since then, an unusual layout).
+  struct IndexedArchive {
+    MappedFile archive;
+    std::vector<detail::ZipIndexEntry> entries;
+    std::vector<std::size_t> match;  // per member, its entry
+  };
+  std::optional<IndexedArchive> index_archive() const {
+    auto archive = MappedFile::open(m_contents.source);
+    if (!archive || archive->size() != m_contents.archive_size) return std::nullopt;
+    auto entries = detail::read_zip_index(archive->bytes());
+    if (!entries) return std::nullopt;
+    auto match = detail::match_members(m_contents, *entries);
+    if (!match) return std::nullopt;
+    return IndexedArchive{std::move(archive).value(), std::move(*entries), std::move(*match)};
+  }
+
   Result<std::vector<detail::StreamedMember>> unpack() {
     if (m_options.unpack == Unpack::parallel) {
-      VENVFIX_TRY_ASSIGN(MappedFile archive, MappedFile::open(m_contents.source));
-      // Compare with what read_wheel saw; a file replaced since then falls to the streaming
-      // reader, which refuses it with the precise reason.
-      if (archive.size() == m_contents.archive_size) {
-        if (auto entries = detail::read_zip_index(archive.bytes())) {
-          if (auto match = detail::match_members(m_contents, *entries)) {
-            detail::UnpackConfig config{detail::unpack_threads(m_contents, m_options.threads),
-                                        m_options.max_buffer_bytes, true};
-            return detail::unpack_members(
-                archive.bytes(), m_contents, *entries, *match, m_display,
-                [this](std::size_t i) -> Result<Fd> {
-                  if (!m_placements[i].install) return Fd();
-                  return m_staging.create(m_placements[i].rel, member_mode(i));
-                },
-                config);
-          }
-        }
+      // A file that does not index falls to the streaming reader, which refuses it with the
+      // precise reason.
+      if (std::optional<IndexedArchive> indexed = index_archive()) {
+        detail::UnpackConfig config{detail::unpack_threads(m_contents, m_options.threads),
+                                    m_options.max_buffer_bytes, true};
+        return detail::unpack_members(
+            indexed->archive.bytes(), m_contents, indexed->entries, indexed->match, m_display,
+            [this](std::size_t i) -> Result<Fd> {
+              if (!m_placements[i].install) return Fd();
+              return m_staging.create(m_placements[i].rel, member_mode(i));
+            },
+            config);
       }
     }
     VENVFIX_TRY_ASSIGN(detail::ZipReader zip,
@@ -269,6 +284,44 @@ class Installer {
       VENVFIX_TRY_ASSIGN(open_fd, m_staging.create(p.rel, member_mode(i)));
       return open_fd.get();
     });
+  }
+
+  // The members unpacked while the wheel downloaded, each renamed into place; nullopt (the
+  // archive is read) unless every member of the central directory has its arrived twin: the
+  // same name at the same offset with the same method, sizes and CRC, and RECORD's sha256.
+  std::optional<Result<std::vector<detail::StreamedMember>>> adopt_arrived(ArrivingWheel& wheel) {
+    const std::vector<ArrivedMember>& arrived = wheel.finish(m_contents.archive_size);
+    if (arrived.empty()) return std::nullopt;
+    std::optional<IndexedArchive> indexed = index_archive();
+    if (!indexed) return std::nullopt;
+    std::unordered_map<std::uint64_t, const ArrivedMember*> by_offset;
+    for (const ArrivedMember& a : arrived) by_offset.emplace(a.data_offset, &a);
+    std::vector<const ArrivedMember*> twin(m_contents.members.size());
+    for (std::size_t i = 0; i < m_contents.members.size(); ++i) {
+      const WheelMember& member = m_contents.members[i];
+      const detail::ZipIndexEntry& e = indexed->entries[indexed->match[i]];
+      const auto found = by_offset.find(e.data_offset);
+      const ArrivedMember* a = found == by_offset.end() ? nullptr : found->second;
+      if (a == nullptr || a->name != e.name || a->name != member.name || a->method != e.method ||
+          a->compressed_size != e.compressed_size || a->size != e.size || a->crc32 != e.crc32 ||
+          a->size != member.size || (member.sha256 && *member.sha256 != a->sha256)) {
+        spdlog::debug(
+            "{}: member {} arrived unlike the central directory or RECORD says; "
+            "reading the archive",
+            m_display, member.name);
+        return std::nullopt;
+      }
+      twin[i] = a;
+    }
+    std::vector<detail::StreamedMember> streamed(m_contents.members.size());
+    for (std::size_t i = 0; i < m_contents.members.size(); ++i) {
+      streamed[i].sha256 = twin[i]->sha256;
+      if (!m_placements[i].install) continue;
+      Status adopted = m_staging.adopt(m_placements[i].rel, twin[i]->file, member_mode(i));
+      if (!adopted) return Result<std::vector<detail::StreamedMember>>(adopted.error());
+      ++m_adopted;
+    }
+    return Result<std::vector<detail::StreamedMember>>(std::move(streamed));
   }
 
   // Copies each installed member out of a cache entry, several at a time; nullopt when the
@@ -487,6 +540,7 @@ class Installer {
   std::unordered_map<std::string, std::string> m_changed;       // record path -> rel, rehashed
   std::vector<std::string> m_generated;                         // rel paths
   std::map<std::string, InstalledFile> m_files;                 // rel -> file, sorted
+  std::size_t m_adopted = 0;  // members renamed in from m_options.arriving
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include "wheel/member_stream.hpp"
 
@@ -86,6 +87,25 @@ Status Staging::link(const std::string& rel, const fs::path& target) {
   }
   std::lock_guard lock(*m_mutex);
   m_files.push_back(rel);
+  return ok();
+}
+
+Status Staging::adopt(const std::string& rel, const fs::path& file, mode_t mode) {
+  {
+    std::lock_guard lock(*m_mutex);
+    VENVFIX_TRY(ensure_parents(rel));
+  }
+  if (::renameat2(AT_FDCWD, file.c_str(), m_fd.get(), rel.c_str(), RENAME_NOREPLACE) != 0) {
+    return make_error(ExitCode::error, "cannot move {} to {}: {}", file.string(), describe(rel),
+                      errno_message(errno));
+  }
+  {
+    std::lock_guard lock(*m_mutex);
+    m_files.push_back(rel);
+  }
+  if (::fchmodat(m_fd.get(), rel.c_str(), mode, 0) != 0) {
+    return make_error(ExitCode::error, "{}: {}", describe(rel), errno_message(errno));
+  }
   return ok();
 }
 

@@ -33,6 +33,9 @@ class Staging {
   // Makes `rel` a hard link to `target` (an absolute path); parents as create() makes them.
   // Thread-safe like create().
   Status link(const std::string& rel, const fs::path& target);
+  // Moves `file` (a path on the staging filesystem that nothing else uses) to `rel` with
+  // exactly `mode`; never over an existing file. Thread-safe like create().
+  Status adopt(const std::string& rel, const fs::path& file, mode_t mode);
   // Replaces the content of a file this object created, keeping its mode.
   Status rewrite(const std::string& rel, std::string_view data);
   Result<std::string> read(const std::string& rel) const;

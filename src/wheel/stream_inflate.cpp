@@ -15,47 +15,64 @@ struct StreamInflater::State {
 StreamInflater::StreamInflater() : m_state(std::make_unique<State>()) {}
 StreamInflater::~StreamInflater() = default;
 
-Result<InflateOutcome> StreamInflater::run(std::span<const std::byte> packed, std::uint64_t limit,
-                                           const Sink& sink, const Done& done) {
+void StreamInflater::start(std::uint64_t limit) {
+  isal_inflate_init(&m_state->inflate);
+  m_state->inflate.crc_flag =
+      ISAL_DEFLATE;  // raw deflate, as zip stores it; the caller checks the CRC
+  m_limit = limit;
+  m_outcome = InflateOutcome{};
+}
+
+Result<StreamInflater::Step> StreamInflater::feed(std::span<const std::byte> piece,
+                                                  const Sink& sink) {
   inflate_state& s = m_state->inflate;
-  isal_inflate_init(&s);
-  s.crc_flag = ISAL_DEFLATE;  // raw deflate, as zip stores it; the caller checks the CRC
-  InflateOutcome outcome;
-  std::size_t fed = 0;  // bytes of `packed` given to the inflater so far
-  std::span<const std::byte> piece;
+  // ISA-L's API is not const-correct; it never writes through next_in.
+  s.next_in = const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(piece.data()));
+  s.avail_in = static_cast<std::uint32_t>(piece.size());
+  Step step;
   for (;;) {
-    if (s.avail_in == 0 && fed < packed.size()) {
-      if (!piece.empty()) done(piece);  // ISA-L keeps what it still needs in its own buffer
-      piece = packed.subspan(fed, std::min(k_in_piece, packed.size() - fed));
-      fed += piece.size();
-      // ISA-L's API is not const-correct; it never writes through next_in.
-      s.next_in = const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(piece.data()));
-      s.avail_in = static_cast<std::uint32_t>(piece.size());
-    }
     // Room for one byte beyond the limit, so that a longer stream shows itself.
-    const std::uint64_t left = limit - outcome.produced;
+    const std::uint64_t left = m_limit - m_outcome.produced;
     const std::uint64_t room = left < k_out_piece ? left + 1 : k_out_piece;
     s.next_out = reinterpret_cast<std::uint8_t*>(m_state->out.get());
     s.avail_out = static_cast<std::uint32_t>(room);
     if (isal_inflate(&s) < 0) {
-      outcome.failure = InflateFailure::corrupt;
+      m_outcome.failure = InflateFailure::corrupt;
       break;
     }
     const std::size_t got = static_cast<std::size_t>(room - s.avail_out);
-    if (got > limit - outcome.produced) {
-      outcome.failure = InflateFailure::too_long;
+    if (got > left) {
+      m_outcome.failure = InflateFailure::too_long;
       break;
     }
     if (got != 0) VENVFIX_TRY(sink({m_state->out.get(), got}));
-    outcome.produced += got;
-    if (s.block_state == ISAL_BLOCK_FINISH) break;
-    if (got == 0 && s.avail_in == 0 && fed == packed.size()) {
-      outcome.failure = InflateFailure::truncated;
+    m_outcome.produced += got;
+    if (s.block_state == ISAL_BLOCK_FINISH) {
+      step.finished = true;
       break;
     }
+    if (got == 0 && s.avail_in == 0) break;  // all of the piece used: the next one is needed
   }
-  if (!piece.empty()) done(piece);
-  return outcome;
+  step.consumed = piece.size() - s.avail_in;
+  step.outcome = m_outcome;
+  return step;
+}
+
+Result<InflateOutcome> StreamInflater::run(std::span<const std::byte> packed, std::uint64_t limit,
+                                           const Sink& sink, const Done& done) {
+  start(limit);
+  for (std::size_t fed = 0;;) {
+    const std::span<const std::byte> piece =
+        packed.subspan(fed, std::min(k_in_piece, packed.size() - fed));
+    fed += piece.size();
+    VENVFIX_TRY_ASSIGN(const Step step, feed(piece, sink));
+    if (!piece.empty()) done(piece);
+    if (step.finished || step.outcome.failure != InflateFailure::none) return step.outcome;
+    if (fed == packed.size()) {
+      m_outcome.failure = InflateFailure::truncated;
+      return m_outcome;
+    }
+  }
 }
 
 }  // namespace venvfix::wheel::detail

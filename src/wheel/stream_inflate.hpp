@@ -47,9 +47,22 @@ class StreamInflater {
   Result<InflateOutcome> run(std::span<const std::byte> packed, std::uint64_t limit,
                              const Sink& sink, const Done& done);
 
+  // The same, fed piece by piece as the compressed bytes arrive (a wheel still downloading):
+  // start(), then feed() the stream's consecutive pieces until one says `finished` or fails.
+  struct Step {
+    InflateOutcome outcome;    // so far, for the whole stream
+    bool finished = false;     // the stream's last block ended
+    std::size_t consumed = 0;  // bytes of the piece used (all of it unless finished)
+  };
+  void start(std::uint64_t limit);
+  // ISA-L keeps what it still needs of `piece` in its own buffer: the caller may reuse it.
+  Result<Step> feed(std::span<const std::byte> piece, const Sink& sink);
+
  private:
   struct State;
   std::unique_ptr<State> m_state;
+  std::uint64_t m_limit = 0;
+  InflateOutcome m_outcome;
 };
 
 }  // namespace venvfix::wheel::detail

@@ -27,6 +27,7 @@
 
 namespace venvfix::wheel {
 
+class ArrivingWheel;
 class UnpackedCache;
 struct UnpackedWheel;
 
@@ -137,6 +138,10 @@ struct InstallOptions {
   LinkMode link_mode = LinkMode::hardlink;  // scripts (rewritten in place) are always copied
   const UnpackedCache* keep_unpacked = nullptr;
   std::string wheel_sha256_hex;
+  // The members unpacked while the wheel downloaded (venvfix/wheel/arriving_wheel.hpp): when
+  // every one agrees with the central directory and RECORD, each is renamed into place instead
+  // of inflated again; otherwise they are ignored and the archive read.
+  ArrivingWheel* arriving = nullptr;
 };
 
 // One file written under the staging directory.
@@ -152,6 +157,7 @@ struct InstallResult {
   std::vector<InstalledFile> files;      // sorted by path; RECORD and INSTALLER included
   std::vector<std::string> directories;  // created in staging, relative, parents first
   std::string record_text;               // the RECORD written (CRLF rows, as pip writes)
+  std::size_t adopted = 0;  // members renamed in from InstallOptions::arriving, not inflated
 };
 
 // Installs `contents` into `staging_dir` (an existing directory, on the venv's filesystem, that

@@ -1,0 +1,337 @@
+// ArrivingWheel: one thread per downloading wheel follows the file as it grows (pread from the
+// page cache the download just wrote), walks the local headers in order and unpacks each member
+// into the private directory. It gives up, never fails: the archive is read afterwards anyway.
+#include "venvfix/wheel/arriving_wheel.hpp"
+
+#include <fcntl.h>
+#include <libdeflate.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "venvfix/base/byte_reader.hpp"
+#include "wheel/member_name.hpp"
+#include "wheel/stream_inflate.hpp"
+
+namespace venvfix::wheel {
+
+namespace {
+
+constexpr std::uint32_t k_local_sig = 0x04034b50;
+constexpr std::uint32_t k_central_sig = 0x02014b50;
+constexpr std::uint32_t k_end_sig = 0x06054b50;
+constexpr std::size_t k_local_size = 30;
+constexpr std::uint16_t k_stored = 0;
+constexpr std::uint16_t k_deflated = 8;
+// Compressed bytes are read back in pieces of this size (at most: less when less has arrived).
+constexpr std::size_t k_read_piece = 1u << 20;
+// The downloading thread wakes the unpacker only every this many bytes (and at the end).
+constexpr std::uint64_t k_wake_step = 512u << 10;
+// Written bytes are handed to writeback in steps of this size.
+constexpr std::uint64_t k_writeback_step = 32u << 20;
+
+struct LocalHeader {
+  std::uint16_t flags = 0;
+  std::uint16_t method = 0;
+  std::uint32_t crc32 = 0;
+  std::uint64_t compressed_size = 0;
+  std::uint64_t size = 0;
+  std::uint16_t name_len = 0;
+  std::uint16_t extra_len = 0;
+};
+
+LocalHeader parse_local(const std::array<std::byte, k_local_size>& raw) {
+  ByteReader h(raw);
+  return LocalHeader{h.u16(6), h.u16(8), h.u32(14), h.u32(18), h.u32(22), h.u16(26), h.u16(28)};
+}
+
+// The zip64 extra field (0x0001) holds the sizes whose header fields are all ones: size first,
+// then compressed size. False when one is needed and missing.
+bool apply_zip64(std::span<const std::byte> extra, LocalHeader& header) {
+  const bool need_size = header.size == 0xFFFFFFFF;
+  const bool need_csize = header.compressed_size == 0xFFFFFFFF;
+  if (!need_size && !need_csize) return true;
+  ByteReader b(extra);
+  for (std::uint64_t at = 0; b.has(at, 4);) {
+    const std::uint16_t id = b.u16(at);
+    const std::uint64_t len = b.u16(at + 2);
+    if (!b.has(at + 4, len)) return false;
+    if (id == 0x0001) {
+      if (len < (need_size ? 8u : 0u) + (need_csize ? 8u : 0u)) return false;
+      std::uint64_t field = at + 4;
+      if (need_size) {
+        header.size = b.u64(field);
+        field += 8;
+      }
+      if (need_csize) header.compressed_size = b.u64(field);
+      return !b.failed();
+    }
+    at += 4 + len;
+  }
+  return false;
+}
+
+}  // namespace
+
+struct ArrivingWheel::State {
+  State(fs::path d, std::uint64_t expected, const ReadLimits& l)
+      : dir(std::move(d)), expected_size(expected), limits(l) {}
+
+  // The bytes of one member on their way out: sha256, CRC, written to `fd`.
+  struct Output {
+    int fd = -1;
+    Sha256 sha;
+    std::uint32_t crc = 0;
+    std::uint64_t written = 0;
+    Status consume(std::span<const std::byte> data) {
+      sha.update(data);
+      crc = libdeflate_crc32(crc, data.data(), data.size());
+      while (!data.empty()) {
+        const ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(written));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return make_error(ExitCode::error, "write: {}", errno_message(errno));
+        data = data.subspan(static_cast<std::size_t>(n));
+        written += static_cast<std::uint64_t>(n);
+      }
+      if (written - synced >= k_writeback_step) start_writeback();
+      return ok();
+    }
+    // Asks the kernel to write what is there now, without waiting: the transaction makes the
+    // files durable before its journal names them, and started here, that writeback overlaps
+    // the download instead of following it.
+    void start_writeback() {
+      ::sync_file_range(fd, static_cast<off_t>(synced), static_cast<off_t>(written - synced),
+                        SYNC_FILE_RANGE_WRITE);
+      synced = written;
+    }
+    std::uint64_t synced = 0;
+  };
+
+  // How far the file is: blocks until more than `offset` bytes are there; nullopt when no
+  // more will come (the download ended, was restarted, or this object is going away).
+  std::optional<std::uint64_t> wait_beyond(std::uint64_t offset) {
+    std::unique_lock lock(mutex);
+    arrived.wait(lock, [&] { return available > offset || total || given_up || stopping; });
+    if (given_up || stopping || available <= offset) return std::nullopt;
+    return available;
+  }
+
+  bool read_exact(std::uint64_t offset, std::span<std::byte> out) {
+    while (!out.empty()) {
+      if (!wait_beyond(offset + out.size() - 1)) return false;
+      const ssize_t n = ::pread(source.get(), out.data(), out.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      out = out.subspan(static_cast<std::size_t>(n));
+      offset += static_cast<std::uint64_t>(n);
+    }
+    return true;
+  }
+
+  // Feeds [offset, offset + length) to `piece_done` as it arrives.
+  template <typename PieceFn>
+  bool follow(std::uint64_t offset, std::uint64_t length, PieceFn&& piece_done) {
+    const std::uint64_t end = offset + length;
+    while (offset < end) {
+      const std::optional<std::uint64_t> now = wait_beyond(offset);
+      if (!now) return false;
+      const std::size_t want = static_cast<std::size_t>(
+          std::min<std::uint64_t>({*now, end, offset + buffer.size()}) - offset);
+      const ssize_t n = ::pread(source.get(), buffer.data(), want, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      if (!piece_done(std::span<const std::byte>(buffer.data(), static_cast<std::size_t>(n)))) {
+        return false;
+      }
+      offset += static_cast<std::uint64_t>(n);
+    }
+    return true;
+  }
+
+  bool copy_stored(std::uint64_t offset, const LocalHeader& header, Output& out) {
+    if (header.compressed_size != header.size) return false;
+    return follow(offset, header.compressed_size,
+                  [&](std::span<const std::byte> piece) { return bool(out.consume(piece)); });
+  }
+
+  bool inflate(std::uint64_t offset, const LocalHeader& header, Output& out) {
+    inflater->start(header.size);
+    bool finished = false;
+    const bool read = follow(offset, header.compressed_size, [&](std::span<const std::byte> piece) {
+      if (finished) return false;  // bytes after the end of the stream: not this reader's zip
+      auto step = inflater->feed(
+          piece, [&](std::span<const std::byte> bytes) { return out.consume(bytes); });
+      if (!step || step->outcome.failure != detail::InflateFailure::none) return false;
+      finished = step->finished;
+      return !finished || step->consumed == piece.size();
+    });
+    return read && finished;
+  }
+
+  // Unpacks the member whose local header is at `offset`; returns the next header's offset.
+  std::optional<std::uint64_t> unpack_member(std::uint64_t offset, std::size_t sequence) {
+    std::array<std::byte, k_local_size> raw{};
+    if (!read_exact(offset, raw)) return std::nullopt;
+    LocalHeader header = parse_local(raw);
+    // Encrypted, or sizes only in a data descriptor after the bytes: the archive is read instead.
+    if ((header.flags & 0x0009) != 0) return std::nullopt;
+    std::vector<std::byte> name_extra(std::size_t{header.name_len} + header.extra_len);
+    if (!read_exact(offset + k_local_size, name_extra)) return std::nullopt;
+    if (!apply_zip64(std::span(name_extra).subspan(header.name_len), header)) return std::nullopt;
+    const std::string_view stored(reinterpret_cast<const char*>(name_extra.data()),
+                                  header.name_len);
+    ArrivedMember member;
+    member.name = (header.flags & 0x800) != 0 ? std::string(stored) : detail::cp437_to_utf8(stored);
+    member.data_offset = offset + k_local_size + name_extra.size();
+    member.method = header.method;
+    member.crc32 = header.crc32;
+    member.compressed_size = header.compressed_size;
+    member.size = header.size;
+    const std::uint64_t next = member.data_offset + header.compressed_size;
+    if (member.name.ends_with('/')) return next;  // a directory entry: read_wheel checks those
+    declared += header.size;
+    if (members.size() >= limits.max_members || declared > output_cap()) return std::nullopt;
+    if (header.method != k_stored && header.method != k_deflated) return std::nullopt;
+    member.file = dir / std::to_string(sequence);
+    Fd fd(::open(member.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd.valid()) return std::nullopt;
+    Output out;
+    out.fd = fd.get();
+    const bool read = header.method == k_stored ? copy_stored(member.data_offset, header, out)
+                                                : inflate(member.data_offset, header, out);
+    if (!read || out.written != header.size || out.crc != header.crc32) return std::nullopt;
+    out.start_writeback();
+    member.sha256 = out.sha.finish();
+    members.push_back(std::move(member));
+    return next;
+  }
+
+  // What read_wheel would allow the members to add up to for a wheel of the plan's size.
+  std::uint64_t output_cap() const {
+    if (expected_size == 0) return limits.max_total_bytes;
+    return std::min(limits.max_total_bytes,
+                    std::max(limits.ratio_floor_bytes, limits.max_ratio * expected_size));
+  }
+
+  // Every member up to the central directory; false when the walk has to stop short.
+  bool unpack_all() {
+    inflater = std::make_unique<detail::StreamInflater>();
+    buffer.resize(k_read_piece);
+    std::error_code error;
+    if (!fs::create_directory(dir, error)) return false;
+    std::uint64_t offset = 0;
+    for (std::size_t sequence = 0;; ++sequence) {
+      std::array<std::byte, 4> signature{};
+      if (!read_exact(offset, signature)) return false;
+      const std::uint32_t sig = ByteReader(signature).u32(0);
+      if (sig == k_central_sig || sig == k_end_sig) return true;
+      if (sig != k_local_sig) return false;
+      const std::optional<std::uint64_t> next = unpack_member(offset, sequence);
+      if (!next) return false;
+      offset = *next;
+    }
+  }
+
+  void run() {
+    const bool complete = unpack_all();
+    inflater.reset();
+    buffer = {};
+    std::lock_guard lock(mutex);
+    source = Fd();
+    if (!complete && !given_up) {
+      spdlog::debug("{}: not unpacked while downloading; the archive is read instead",
+                    dir.string());
+    }
+    if (!complete) given_up = true;
+    done = true;
+    ended.notify_all();
+  }
+
+  fs::path dir;
+  std::uint64_t expected_size;
+  ReadLimits limits;
+  Fd source;             // a duplicate of the download's descriptor, while the thread runs
+  bool started = false;  // the thread was started (and `dir` perhaps created)
+  std::uint64_t declared = 0;
+  // The thread's, allocated when it starts: a plan's wheels all have an object from the start.
+  std::unique_ptr<detail::StreamInflater> inflater;
+  std::vector<std::byte> buffer;
+  std::vector<ArrivedMember> members;  // the thread's until `done`
+
+  std::mutex mutex;
+  std::condition_variable arrived;  // more bytes, the end, or stop
+  std::condition_variable ended;    // the thread is done
+  std::uint64_t available = 0;
+  std::uint64_t woken_at = 0;  // `available` at the last wake-up (downloading thread only)
+  std::optional<std::uint64_t> total;
+  bool given_up = false;
+  bool stopping = false;
+  bool done = false;
+  std::thread thread;
+};
+
+ArrivingWheel::ArrivingWheel(fs::path dir, std::uint64_t expected_size, const ReadLimits& limits)
+    : m_state(std::make_unique<State>(std::move(dir), expected_size, limits)) {}
+
+ArrivingWheel::~ArrivingWheel() {
+  State& s = *m_state;
+  {
+    std::lock_guard lock(s.mutex);
+    s.stopping = true;
+    s.arrived.notify_all();
+  }
+  if (s.thread.joinable()) s.thread.join();
+  std::error_code ignored;
+  if (s.started) fs::remove_all(s.dir, ignored);
+}
+
+void ArrivingWheel::stored(int fd, std::uint64_t stored) {
+  State& s = *m_state;
+  std::unique_lock lock(s.mutex);
+  if (s.given_up || s.total) return;
+  if (stored < s.available) {  // the stored bytes were dropped: what was unpacked is stale
+    s.given_up = true;
+    s.arrived.notify_all();
+    return;
+  }
+  s.available = stored;
+  if (!s.started) {
+    s.source = Fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!s.source.valid()) {
+      s.given_up = true;
+      return;
+    }
+    s.started = true;
+    s.thread = std::thread([&s] { s.run(); });
+  }
+  if (stored - s.woken_at >= k_wake_step) {
+    s.woken_at = stored;
+    s.arrived.notify_all();
+  }
+}
+
+const std::vector<ArrivedMember>& ArrivingWheel::finish(std::uint64_t total) {
+  State& s = *m_state;
+  std::unique_lock lock(s.mutex);
+  if (!s.started) {
+    s.given_up = true;  // nothing arrived: s.members is and stays empty
+    return s.members;
+  }
+  if (!s.total) {
+    if (total != s.available) s.given_up = true;  // not the bytes this thread saw
+    s.total = total;
+    s.arrived.notify_all();
+  }
+  s.ended.wait(lock, [&] { return s.done; });
+  if (s.given_up) s.members.clear();
+  return s.members;
+}
+
+}  // namespace venvfix::wheel

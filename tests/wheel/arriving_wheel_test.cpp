@@ -1,0 +1,210 @@
+// Unpacking while the wheel downloads (ArrivingWheel): the bytes are written into a file in
+// uneven pieces on another thread, as a download writes them, and install_wheel adopts the
+// members only where they agree with the central directory and RECORD. Whatever arrives, the
+// install's outcome is the archive's: the same tree and RECORD, or the same refusal with
+// nothing left behind.
+#include "venvfix/wheel/arriving_wheel.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <thread>
+
+#include "wheel/wheel_test_support.hpp"
+
+namespace venvfix::wheel {
+namespace {
+
+const std::string k_wheel = "demo_pkg-1.0-py3-none-any.whl";
+
+struct Arrival {
+  std::uint64_t stop_after = UINT64_MAX;  // a download cut short
+  bool restart_midway = false;            // the stored bytes dropped once, then sent again
+};
+
+class ArrivingWheelTest : public testing::StagingTest {
+ protected:
+  void SetUp() override {
+    StagingTest::SetUp();
+    auto dir = TempDir::create("venvfix-arriving-");
+    ASSERT_TRUE(dir);
+    m_arrivals.emplace(std::move(*dir));
+  }
+
+  // Writes `wheel` into a new file in uneven pieces on another thread, telling `arriving`
+  // after each write, as fetch's Transfer does; returns how many bytes were written.
+  std::uint64_t arrive(ArrivingWheel& arriving, const fs::path& wheel, Arrival how = {}) {
+    auto bytes = read_file(wheel, 1u << 30);
+    EXPECT_TRUE(bytes);
+    const fs::path copy = m_arrivals->path() / ("download-" + std::to_string(m_count++));
+    Fd fd(::open(copy.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    EXPECT_TRUE(fd.valid());
+    std::uint64_t written = 0;
+    std::thread writer([&] {
+      std::mt19937 random(7);
+      const std::uint64_t end = std::min<std::uint64_t>(bytes->size(), how.stop_after);
+      bool restarted = !how.restart_midway;
+      while (written < end) {
+        const std::uint64_t piece = std::min<std::uint64_t>(end - written, 1 + random() % 9000);
+        ASSERT_EQ(::pwrite(fd.get(), bytes->data() + written, piece, static_cast<off_t>(written)),
+                  static_cast<ssize_t>(piece));
+        written += piece;
+        arriving.stored(fd.get(), written);
+        if (!restarted && written > end / 2) {
+          ASSERT_EQ(::ftruncate(fd.get(), 0), 0);
+          written = 0;
+          restarted = true;
+          arriving.stored(fd.get(), 0);
+        }
+        if (random() % 8 == 0) std::this_thread::yield();
+      }
+    });
+    writer.join();
+    return written;
+  }
+
+  static InstallOptions plain() {
+    InstallOptions options;
+    options.umask = 022;
+    return options;
+  }
+
+  // Installs `wheel` with and without the members that arrived; both outcomes must be the same.
+  // Returns how many arrived members were adopted (renamed into staging).
+  std::size_t expect_same_outcome(const fs::path& wheel, Arrival how = {}) {
+    SCOPED_TRACE(wheel.string());
+    auto reference = stage(wheel, plain());
+    ArrivingWheel arriving(m_arrivals->path() / ("members-" + std::to_string(m_count++)), 0);
+    const std::uint64_t total = arrive(arriving, wheel, how);
+    // Inode of each arrived file, to find it again after the install.
+    std::set<ino_t> arrived;
+    for (const ArrivedMember& member : arriving.finish(total)) {
+      struct stat st {};
+      EXPECT_EQ(::stat(member.file.c_str(), &st), 0) << member.file;
+      arrived.insert(st.st_ino);
+    }
+    InstallOptions options = plain();
+    options.arriving = &arriving;
+    const auto before = testing::tree_of(m_dir->path());
+    fs::path staging = m_dir->path() / ("staging-" + std::to_string(m_count++));
+    fs::create_directories(staging);
+    auto result = install_wheel(wheel, m_venv, staging, options);
+    if (!reference) {
+      EXPECT_FALSE(result);
+      if (result) return 0;
+      EXPECT_EQ(result.error().message, reference.error().message);
+      fs::remove(staging);
+      EXPECT_TRUE(testing::tree_of(m_dir->path()) == before) << "something was left behind";
+      return 0;
+    }
+    EXPECT_TRUE(result) << result.error().message;
+    if (!result) return 0;
+    EXPECT_TRUE(testing::tree_of(staging) == reference->tree);
+    EXPECT_EQ(result->record_text, reference->result.record_text);
+    std::size_t adopted = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(staging)) {
+      struct stat st {};
+      if (::lstat(entry.path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        adopted += arrived.count(st.st_ino);
+      }
+    }
+    return adopted;
+  }
+
+  std::optional<TempDir> m_arrivals;
+};
+
+TEST_F(ArrivingWheelTest, WellFormedWheelsAreAdoptedAndStageWhatTheArchiveStages) {
+  // Members pip leaves out besides the wheel's RECORD (regenerated): in the demo wheel, the
+  // setuptools wrapper democli-script.py.
+  const std::vector<std::pair<fs::path, std::size_t>> wheels = {
+      {testing::test_wheels() / k_wheel, 1},
+      {testing::test_wheels() / "zip64" / k_wheel, 0},
+      {testing::test_wheels() / "unicode_pkg-1.0-py3-none-any.whl", 0},
+      {testing::test_wheels() / "cp437" / "unicode_pkg-1.0-py3-none-any.whl", 0},
+      {testing::bundled_wheel("pip"), 0}};
+  for (const auto& [wheel, left_out] : wheels) {
+    auto contents = read_wheel(wheel);
+    ASSERT_TRUE(contents) << contents.error().message;
+    // Every other member is an arrived file renamed into staging.
+    EXPECT_EQ(expect_same_outcome(wheel), contents->members.size() - 1 - left_out) << wheel;
+  }
+}
+
+TEST_F(ArrivingWheelTest, OtherCompressionMethodsFallBackToTheArchive) {
+  // bzip2 and lzma members: the arrival gives up, the archive is read, nothing is adopted.
+  EXPECT_EQ(expect_same_outcome(testing::test_wheels() / "mixed" / k_wheel), 0u);
+}
+
+TEST_F(ArrivingWheelTest, HostileWheelsAreRefusedAsTheArchiveRefusesThem) {
+  for (const char* dir : {"wrong-hash", "wrong-size", "stream-bomb", "stream-short",
+                          "stream-truncated", "corrupt-deflate", "bad-crc", "duplicate",
+                          "not-in-record", "record-only", "traversal", "bomb", "corrupt-cd"}) {
+    EXPECT_EQ(expect_same_outcome(testing::test_wheels() / dir / k_wheel), 0u) << dir;
+  }
+}
+
+TEST_F(ArrivingWheelTest, ALocalHeaderUnlikeTheCentralDirectoryIsNeverAdopted) {
+  auto bytes = read_file(testing::test_wheels() / k_wheel, 1u << 20);
+  ASSERT_TRUE(bytes);
+  // The first member's local header: its name (at 30) gets another last letter, and (a copy)
+  // its CRC (at 14) another value. The central directory still says the original.
+  const std::uint16_t name_len =
+      static_cast<std::uint8_t>((*bytes)[26]) |
+      static_cast<std::uint16_t>(static_cast<std::uint8_t>((*bytes)[27]) << 8);
+  std::string renamed = *bytes;
+  renamed[30 + name_len - 1] = renamed[30 + name_len - 1] == 'x' ? 'y' : 'x';
+  std::string recrc = *bytes;
+  recrc[14] = static_cast<char>(recrc[14] ^ 0x5a);
+  for (const auto& [name, data] : {std::pair{"renamed", renamed}, std::pair{"recrc", recrc}}) {
+    const fs::path dir = m_arrivals->path() / name;
+    fs::create_directories(dir);
+    ASSERT_TRUE(write_file_atomic(dir / k_wheel, data));
+    EXPECT_EQ(expect_same_outcome(dir / k_wheel), 0u) << name;
+  }
+}
+
+TEST_F(ArrivingWheelTest, ACutOrRestartedDownloadLeavesNothingToAdopt) {
+  const fs::path wheel = testing::test_wheels() / k_wheel;
+  const std::uint64_t size = fs::file_size(wheel);
+  {
+    ArrivingWheel arriving(m_arrivals->path() / "cut", 0);
+    const std::uint64_t got = arrive(arriving, wheel, Arrival{size / 2});
+    EXPECT_TRUE(arriving.finish(got).empty());
+  }
+  {
+    ArrivingWheel arriving(m_arrivals->path() / "restarted", 0);
+    const std::uint64_t got = arrive(arriving, wheel, Arrival{UINT64_MAX, true});
+    EXPECT_EQ(got, size);
+    EXPECT_TRUE(arriving.finish(got).empty());
+  }
+  // Both directories are gone with their objects.
+  EXPECT_FALSE(fs::exists(m_arrivals->path() / "cut"));
+  EXPECT_FALSE(fs::exists(m_arrivals->path() / "restarted"));
+  // A wheel that never arrived (a cache hit): nothing, at once.
+  ArrivingWheel idle(m_arrivals->path() / "idle", 0);
+  EXPECT_TRUE(idle.finish(0).empty());
+}
+
+TEST_F(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {
+  // Headers and RECORD say 2 MiB, the stream holds 256 MiB of zeros: the unpacker gives up
+  // without writing more than the header's size (plus nothing: the sink refuses the excess).
+  const fs::path wheel = testing::test_wheels() / "stream-bomb" / k_wheel;
+  const fs::path dir = m_arrivals->path() / "bomb";
+  ArrivingWheel arriving(dir, fs::file_size(wheel));
+  const std::uint64_t got = arrive(arriving, wheel);
+  EXPECT_TRUE(arriving.finish(got).empty());
+  std::uint64_t written = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) written += entry.file_size();
+  }
+  EXPECT_LE(written, (2u << 20) + (64u << 10));  // the small members before it, too
+}
+
+}  // namespace
+}  // namespace venvfix::wheel
