@@ -18,6 +18,7 @@
 #include "venvfix/base/parallel.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/pep/version.hpp"
+#include "venvfix/wheel/arriving_wheel.hpp"
 
 namespace venvfix::apply {
 
@@ -33,6 +34,7 @@ struct StageItem {
   wheel::Requested requested = wheel::Requested::no;
   // Set when the wheel comes out of the unpacked-wheel cache (`wheel` is then its wheel.whl).
   std::optional<wheel::UnpackedWheel> unpacked;
+  wheel::ArrivingWheel* arriving = nullptr;  // its members unpacked while it downloaded
 };
 
 // The wheel's name and version must be the ones the plan promises.
@@ -98,10 +100,13 @@ Result<StagedWheel> stage_one(const env::Venv& venv, const plan::Plan& plan, con
   if (item.unpacked) {
     install_options.from_unpacked = &*item.unpacked;
     install_options.link_mode = options.link_mode;
-  } else if (options.unpacked_cache) {
-    unpacked_cache.emplace(*options.unpacked_cache);
-    install_options.keep_unpacked = &*unpacked_cache;
-    install_options.wheel_sha256_hex = action.sha256;
+  } else {
+    install_options.arriving = item.arriving;
+    if (options.unpacked_cache) {
+      unpacked_cache.emplace(*options.unpacked_cache);
+      install_options.keep_unpacked = &*unpacked_cache;
+      install_options.wheel_sha256_hex = action.sha256;
+    }
   }
   auto result = wheel::install_wheel(contents, venv, staging, install_options);
   if (!result) return with_context(std::move(result).error(), "cannot unpack " + item.file_name);
@@ -160,6 +165,17 @@ class Pipeline {
     m_results.resize(m_actions.size());
     m_unpacked.resize(m_actions.size());
     m_staged.resize(m_actions.size());
+    m_arriving.resize(m_actions.size());
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  // Stops the unpacking threads; removes what they unpacked and nothing adopted.
+  ~Pipeline() {
+    m_arriving.clear();
+    if (!m_arriving_dir.empty()) {
+      std::error_code ignored;
+      fs::remove_all(m_arriving_dir, ignored);
+    }
   }
 
   Result<FetchedAndStaged> run(fetch::Downloader& downloader) {
@@ -219,6 +235,11 @@ class Pipeline {
       if (m_unpacked[i]) continue;
       requests.push_back(download_request(action(i), m_options.sources));
       wheel_of.push_back(i);
+      if (wheel::ArrivingWheel* arriving = unpack_while_downloading(i)) {
+        requests.back().on_stored = [arriving](int fd, std::uint64_t stored) {
+          arriving->stored(fd, stored);
+        };
+      }
     }
     std::optional<Error> mismatch;
     Result<std::vector<fetch::DownloadResult>> downloaded = std::vector<fetch::DownloadResult>{};
@@ -247,6 +268,26 @@ class Pipeline {
     // Stopped because a wheel failed to stage: that failure is the answer.
     if (!downloaded && !failed()) return std::move(downloaded).error();
     return ok();
+  }
+
+  // Wheel i's members unpacked as its bytes arrive, into <staging>.arriving/<i> (beside the
+  // staging directory: the same filesystem, and removed with it by `recover` after a crash).
+  wheel::ArrivingWheel* unpack_while_downloading(std::size_t i) {
+    if (m_options.while_downloading != WhileDownloading::unpack) return nullptr;
+    if (m_arriving_dir.empty()) {
+      fs::path dir = m_staging;
+      dir += ".arriving";
+      std::error_code error;
+      if (!fs::create_directory(dir, error)) {
+        spdlog::debug("{}: {}; wheels are unpacked once downloaded", dir.string(),
+                      error ? error.message() : "exists");
+        return nullptr;
+      }
+      m_arriving_dir = std::move(dir);
+    }
+    m_arriving[i] =
+        std::make_unique<wheel::ArrivingWheel>(m_arriving_dir / std::to_string(i), action(i).size);
+    return m_arriving[i].get();
   }
 
   void push(std::size_t i, const fetch::DownloadResult& result) {
@@ -278,8 +319,9 @@ class Pipeline {
       i = m_queue.front();
       m_queue.pop_front();
     }
-    StageItem item{m_actions[i], m_results[i].path, file(i),
-                   m_requested ? m_requested(m_actions[i]) : wheel::Requested::no, m_unpacked[i]};
+    StageItem item{m_actions[i],  m_results[i].path,
+                   file(i),       m_requested ? m_requested(m_actions[i]) : wheel::Requested::no,
+                   m_unpacked[i], m_arriving[i].get()};
     Result<StagedWheel> staged = [&]() -> Result<StagedWheel> {
       VENVFIX_TRY_ASSIGN(fs::path link, named_link(m_links, item));
       return stage_one(m_venv, m_plan, item, link, m_staging, m_options);
@@ -303,6 +345,8 @@ class Pipeline {
   std::vector<fetch::DownloadResult> m_results;
   std::vector<std::optional<wheel::UnpackedWheel>> m_unpacked;
   std::vector<std::optional<StagedWheel>> m_staged;
+  std::vector<std::unique_ptr<wheel::ArrivingWheel>> m_arriving;  // per wheel, when downloaded
+  fs::path m_arriving_dir;
   fs::path m_links;  // named_link's directory
   Clock::time_point m_downloads_end;
   std::mutex m_mutex;

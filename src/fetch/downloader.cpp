@@ -231,6 +231,7 @@ class DownloadBatch {
     for (std::size_t index : m_to_download) {
       VENVFIX_TRY_ASSIGN(CacheTempFile file, m_cache.create_temp());
       owned.push_back(std::make_unique<Transfer>(m_requests[index].url, std::move(file)));
+      owned.back()->on_stored(m_requests[index].on_stored);
       transfers.push_back(owned.back().get());
       names.push_back(default_name(m_requests[index]));
     }

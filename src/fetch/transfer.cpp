@@ -97,8 +97,10 @@ Status Transfer::restart() {
   m_validator.clear();
   m_body.clear();
   if (m_hasher) m_hasher->reset();
-  if (m_file) return m_file->truncate();
-  return ok();
+  if (!m_file) return ok();
+  Status truncated = m_file->truncate();
+  if (m_on_stored) m_on_stored(m_file->fd(), 0);
+  return truncated;
 }
 
 std::string Transfer::effective_url() const {
@@ -246,6 +248,7 @@ bool Transfer::store(const char* data, std::size_t size) {
   }
   m_written += size;
   m_hasher->advance(m_written);
+  if (m_on_stored) m_on_stored(m_file->fd(), m_written);
   if (m_written - m_synced >= k_writeback_chunk) {
     ::sync_file_range(m_file->fd(), static_cast<off_t>(m_synced),
                       static_cast<off_t>(m_written - m_synced), SYNC_FILE_RANGE_WRITE);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,11 @@ class Transfer {
   // Frees the current attempt's handle (after curl_multi_remove_handle).
   void end_attempt();
   CURL* easy() const { return m_easy.get(); }
+
+  // Told how far the file is after each store, and 0 when it is truncated for a restart.
+  void on_stored(std::function<void(int, std::uint64_t)> watcher) {
+    m_on_stored = std::move(watcher);
+  }
 
   // A request header for every attempt ("If-None-Match: \"abc\"").
   void add_request_header(std::string line) { m_request_headers.push_back(std::move(line)); }
@@ -80,6 +86,7 @@ class Transfer {
   std::uint64_t m_max_bytes = 0;
   // Downloads: hashed on another thread as the file grows. Pages: not hashed.
   std::unique_ptr<StreamHasher> m_hasher;
+  std::function<void(int, std::uint64_t)> m_on_stored;
   std::uint64_t m_written = 0;  // body bytes stored (and hashed) so far
   std::uint64_t m_synced = 0;   // bytes handed to write-back early
   std::uint64_t m_resume_from = 0;

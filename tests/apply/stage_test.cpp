@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/stage.hpp"
 #include "venvfix/env/venv.hpp"
@@ -251,6 +253,53 @@ TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {
   auto mismatch = fetch_and_stage(*venv, plan, cold, staging3, {});
   ASSERT_FALSE(mismatch);
   EXPECT_EQ(mismatch.error().code, ExitCode::network);
+}
+
+TEST_F(Stage, UnpackingWhileDownloadingStagesWhatWaitingStages) {
+  auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
+  const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
+  plan::Plan plan;
+  plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
+  plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
+  ASSERT_TRUE(venv);
+  std::map<WhileDownloading, std::vector<StagedWheel>> staged;
+  for (WhileDownloading mode : {WhileDownloading::unpack, WhileDownloading::wait}) {
+    const std::string name = mode == WhileDownloading::unpack ? "unpack" : "wait";
+    fetch::FetchConfig config = m_config;
+    config.cache_dir = m_dir->path() / ("cache-" + name);  // cold: every wheel is downloaded
+    fetch::Downloader downloader(config);
+    const fs::path staging = m_dir->path() / ("staging-" + name);
+    fs::create_directories(staging);
+    StageOptions options;
+    options.while_downloading = mode;
+    auto result = fetch_and_stage(*venv, plan, downloader, staging, {}, options);
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_FALSE(fs::exists(m_dir->path() / ("staging-" + name + ".arriving")));
+    for (const StagedWheel& wheel : result->staged) {
+      for (const wheel::InstalledFile& file : wheel.install.files) {
+        auto digest = sha256_file(staging / file.path);
+        ASSERT_TRUE(digest) << file.path;
+        EXPECT_EQ(*digest, file.sha256) << file.path;
+      }
+    }
+    staged[mode] = std::move(result->staged);
+  }
+  ASSERT_EQ(staged[WhileDownloading::unpack].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const wheel::InstallResult& arrived = staged[WhileDownloading::unpack][i].install;
+    const wheel::InstallResult& waited = staged[WhileDownloading::wait][i].install;
+    // Every library was unpacked as it arrived and renamed into staging, not inflated again.
+    EXPECT_GT(arrived.adopted, 0u);
+    EXPECT_EQ(waited.adopted, 0u);
+    EXPECT_EQ(arrived.record_text, waited.record_text);
+    ASSERT_EQ(arrived.files.size(), waited.files.size());
+    for (std::size_t f = 0; f < arrived.files.size(); ++f) {
+      EXPECT_EQ(arrived.files[f].path, waited.files[f].path);
+      EXPECT_EQ(arrived.files[f].mode, waited.files[f].mode) << arrived.files[f].path;
+      EXPECT_EQ(arrived.files[f].sha256, waited.files[f].sha256) << arrived.files[f].path;
+    }
+  }
 }
 
 TEST_F(Stage, ASecondStageOfTheSameWheelsComesFromTheUnpackedCacheWithoutTheIndex) {

@@ -137,8 +137,8 @@ TEST_F(FetchDownloader, DownloadsInParallelAndSecondRunUsesTheCache) {
   for (unsigned i = 0; i < 8; ++i) {
     // Half with the index's hash, half without (the computed digest names the blob).
     fs::path file = root / "many" / (std::to_string(i) + ".whl");
-    DownloadRequest request{plain().url("/many/" + std::to_string(i) + ".whl"), std::nullopt,
-                            std::nullopt, ""};
+    DownloadRequest request{
+        plain().url("/many/" + std::to_string(i) + ".whl"), std::nullopt, std::nullopt, "", {}};
     if (i % 2 == 0) request.sha256_hex = to_hex(*sha256_file(file));
     requests.push_back(request);
   }
@@ -162,7 +162,7 @@ TEST_F(FetchDownloader, DownloadsInParallelAndSecondRunUsesTheCache) {
 
 TEST_F(FetchDownloader, RetriesServerErrors) {
   std::string path = "/fault/500/2/files/small.bin";
-  std::vector<DownloadRequest> requests = {{faults().url(path), small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{faults().url(path), small_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(logged_requests(path).size(), 3u);
@@ -171,7 +171,7 @@ TEST_F(FetchDownloader, RetriesServerErrors) {
 
 TEST_F(FetchDownloader, GivesUpAfterTheLastRetry) {
   std::string url = faults().url("/fault/500/99/files/small.bin");
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   expect_network_error(result, url, "HTTP 500");
   EXPECT_NE(result.error().message.find("4 attempts"), std::string::npos) << result.error().message;
@@ -180,7 +180,7 @@ TEST_F(FetchDownloader, GivesUpAfterTheLastRetry) {
 
 TEST_F(FetchDownloader, HonoursRetryAfter) {
   std::vector<DownloadRequest> requests = {
-      {faults().url("/fault/429/1/files/small.bin"), small_hash, std::nullopt, ""}};
+      {faults().url("/fault/429/1/files/small.bin"), small_hash, std::nullopt, "", {}}};
   auto start = std::chrono::steady_clock::now();
   auto result = Downloader(config()).download_all(requests);
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -191,7 +191,8 @@ TEST_F(FetchDownloader, HonoursRetryAfter) {
 
 TEST_F(FetchDownloader, ResumesWithRangeAfterAConnectionReset) {
   std::string path = "/fault/reset/1/files/big.bin";
-  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, 3u * 1024 * 1024, ""}};
+  std::vector<DownloadRequest> requests = {
+      {faults().url(path), big_hash, 3u * 1024 * 1024, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ((*result)[0].sha256_hex, big_hash);
@@ -207,7 +208,7 @@ TEST_F(FetchDownloader, ResumesWithRangeAfterAConnectionReset) {
 
 TEST_F(FetchDownloader, StartsOverWhenTheServerIgnoresRange) {
   std::string path = "/fault/shortnorange/1/files/big.bin";
-  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;  // the hash of the restarted stream is right
   EXPECT_EQ((*result)[0].size, 3u * 1024 * 1024);
@@ -219,7 +220,7 @@ TEST_F(FetchDownloader, StartsOverWhenTheServerIgnoresRange) {
 
 TEST_F(FetchDownloader, ShortBodyFailsAndLeavesNothing) {
   std::string url = faults().url("/fault/short/99/files/big.bin");
-  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}}};
   FetchConfig c = config();
   c.max_retries = 1;
   auto result = Downloader(c).download_all(requests);
@@ -229,7 +230,7 @@ TEST_F(FetchDownloader, ShortBodyFailsAndLeavesNothing) {
 
 TEST_F(FetchDownloader, StalledServerHitsTheLowSpeedTimeout) {
   std::string url = faults().url("/fault/stall/99/files/big.bin");
-  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}}};
   FetchConfig c = config();
   c.timeout_seconds = 1;
   c.max_retries = 0;
@@ -244,7 +245,7 @@ TEST_F(FetchDownloader, StalledServerHitsTheLowSpeedTimeout) {
 TEST_F(FetchDownloader, FollowsARedirectToAnotherPort) {
   std::string target = "/files/small.bin?redirected";
   std::string url = faults().url("/redirect/" + std::to_string(plain().port()) + target);
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;
   std::vector<std::string> lines = logged_requests(target);
@@ -253,7 +254,7 @@ TEST_F(FetchDownloader, FollowsARedirectToAnotherPort) {
 
 TEST_F(FetchDownloader, BasicAuthWorksWithNetrcAndFailsClearlyWithout) {
   std::string url = world->auth->url("/files/small.bin");
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
   FetchConfig c = config();
   auto refused = Downloader(c).download_all(requests);
   expect_network_error(refused, url, "HTTP 401");
@@ -268,11 +269,12 @@ TEST_F(FetchDownloader, BasicAuthWorksWithNetrcAndFailsClearlyWithout) {
 
 TEST_F(FetchDownloader, CredentialsInTheUrlWorkAndNeverAppearInMessages) {
   std::string base = "http://alice:s3cret-pw@127.0.0.1:" + std::to_string(world->auth->port());
-  std::vector<DownloadRequest> good = {{base + "/files/small.bin", small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> good = {
+      {base + "/files/small.bin", small_hash, std::nullopt, "", {}}};
   auto accepted = Downloader(config()).download_all(good);
   ASSERT_TRUE(accepted) << accepted.error().message;
   std::vector<DownloadRequest> missing = {
-      {base + "/files/missing.bin", std::nullopt, std::nullopt, ""}};
+      {base + "/files/missing.bin", std::nullopt, std::nullopt, "", {}}};
   auto refused = Downloader(config()).download_all(missing);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().message.find("s3cret"), std::string::npos) << refused.error().message;
@@ -282,7 +284,7 @@ TEST_F(FetchDownloader, CredentialsInTheUrlWorkAndNeverAppearInMessages) {
 
 TEST_F(FetchDownloader, WrongBytesForTheListedHashAreRejected) {
   std::string url = faults().url("/fault/corrupt/99/files/small.bin");
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   expect_network_error(result, url, small_hash);  // the expected digest
   EXPECT_NE(result.error().message.find("discarded"), std::string::npos);
@@ -292,8 +294,8 @@ TEST_F(FetchDownloader, WrongBytesForTheListedHashAreRejected) {
 TEST_F(FetchDownloader, NotFoundIsAnError) {
   std::string url = plain().url("/files/nope.whl");
   std::vector<DownloadRequest> requests = {
-      {url, small_hash, std::nullopt, ""},
-      {plain().url("/files/big.bin?not-found-test"), big_hash, std::nullopt, ""}};
+      {url, small_hash, std::nullopt, "", {}},
+      {plain().url("/files/big.bin?not-found-test"), big_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(requests);
   expect_network_error(result, url, "HTTP 404");
   EXPECT_EQ(count_files(cache / "tmp"), 0u);
@@ -301,7 +303,7 @@ TEST_F(FetchDownloader, NotFoundIsAnError) {
 
 TEST_F(FetchDownloader, HttpsNeedsTheTestCa) {
   std::string url = "https://127.0.0.1:" + std::to_string(world->tls->port()) + "/files/small.bin";
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
   auto refused = Downloader(config()).download_all(requests);
   expect_network_error(refused, url, "certificate");
   expect_cache_clean(0);
@@ -315,8 +317,8 @@ TEST_F(FetchDownloader, HttpsNeedsTheTestCa) {
 
 TEST_F(FetchDownloader, OfflineUsesOnlyTheCacheAndNamesWhatIsMissing) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin"},
-      {plain().url("/files/big.bin"), std::nullopt, std::nullopt, "big.bin"}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin", {}},
+      {plain().url("/files/big.bin"), std::nullopt, std::nullopt, "big.bin", {}}};
   FetchConfig offline = config();
   offline.offline = true;
   auto missing = Downloader(offline).download_all(requests);
@@ -336,7 +338,7 @@ TEST_F(FetchDownloader, OfflineUsesOnlyTheCacheAndNamesWhatIsMissing) {
 // under a reachable prefix is downloaded, any other is refused as before.
 TEST_F(FetchDownloader, OfflineReachesOnlyTheNamedWheelhouse) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin"}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin", {}}};
   FetchConfig offline = config();
   offline.offline = true;
   offline.reachable_offline = {plain().url("/many/")};
@@ -369,7 +371,7 @@ TEST(FetchOffline, APrefixCoversAUrlWhateverItsCredentials) {
 
 TEST_F(FetchDownloader, DamagedCacheEntryIsDownloadedAgain) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}}};
   auto first = Downloader(config()).download_all(requests);
   ASSERT_TRUE(first);
   fs::path blob = (*first)[0].path;
@@ -383,11 +385,11 @@ TEST_F(FetchDownloader, DamagedCacheEntryIsDownloadedAgain) {
 
 TEST_F(FetchDownloader, FileUrlsAreCopiedIntoTheCacheAndChecked) {
   std::string url = "file://" + (root / "files/small.bin").string();
-  std::vector<DownloadRequest> good = {{url, small_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> good = {{url, small_hash, std::nullopt, "", {}}};
   auto result = Downloader(config()).download_all(good);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_TRUE((*result)[0].path.string().starts_with(cache.string()));
-  std::vector<DownloadRequest> bad = {{url, big_hash, std::nullopt, ""}};
+  std::vector<DownloadRequest> bad = {{url, big_hash, std::nullopt, "", {}}};
   auto rejected = Downloader(config()).download_all(bad);
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ExitCode::network);
@@ -396,8 +398,8 @@ TEST_F(FetchDownloader, FileUrlsAreCopiedIntoTheCacheAndChecked) {
 
 TEST_F(FetchDownloader, ConcurrentProcessesShareTheCache) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""},
-      {plain().url("/files/big.bin"), big_hash, std::nullopt, ""}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}},
+      {plain().url("/files/big.bin"), big_hash, std::nullopt, "", {}}};
   std::vector<pid_t> children;
   for (int i = 0; i < 4; ++i) {
     pid_t pid = ::fork();
@@ -419,7 +421,7 @@ TEST_F(FetchDownloader, ConcurrentProcessesShareTheCache) {
 
 TEST_F(FetchDownloader, PrintsAOneLineSummary) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}}};
   FetchConfig c = config();
   c.progress = ProgressMode::automatic;
   ::testing::internal::CaptureStderr();
@@ -463,7 +465,10 @@ TEST_F(FetchDownloader, DownloadEachReportsEveryRequestOnceAsItCompletes) {
   for (unsigned i = 0; i < 6; ++i) {
     fs::path file = root / "many" / (std::to_string(i) + ".whl");
     requests.push_back({plain().url("/many/" + std::to_string(i) + ".whl"),
-                        to_hex(*sha256_file(file)), std::nullopt, ""});
+                        to_hex(*sha256_file(file)),
+                        std::nullopt,
+                        "",
+                        {}});
   }
   // Request 6 repeats request 2; request 0 is already in the cache.
   requests.push_back(requests[2]);
@@ -496,9 +501,9 @@ TEST_F(FetchDownloader, DownloadEachReportsFastFilesBeforeASlowOneFinishes) {
   // The first request is answered 429 with Retry-After: 1; the others come at once and are
   // reported while it waits.
   std::vector<DownloadRequest> requests = {
-      {faults().url("/fault/429/1/many/7.whl"), std::nullopt, std::nullopt, ""},
-      {plain().url("/many/5.whl"), std::nullopt, std::nullopt, ""},
-      {plain().url("/many/6.whl"), std::nullopt, std::nullopt, ""}};
+      {faults().url("/fault/429/1/many/7.whl"), std::nullopt, std::nullopt, "", {}},
+      {plain().url("/many/5.whl"), std::nullopt, std::nullopt, "", {}},
+      {plain().url("/many/6.whl"), std::nullopt, std::nullopt, "", {}}};
   auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::size_t, double>> reports;
   auto result = Downloader(config()).download_each(
@@ -517,8 +522,8 @@ TEST_F(FetchDownloader, DownloadEachReportsFastFilesBeforeASlowOneFinishes) {
 
 TEST_F(FetchDownloader, DownloadEachStopsAtTheCallersError) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, ""},
-      {faults().url("/fault/stall/99/files/big.bin?each"), big_hash, std::nullopt, ""}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}},
+      {faults().url("/fault/stall/99/files/big.bin?each"), big_hash, std::nullopt, "", {}}};
   auto start = std::chrono::steady_clock::now();
   auto result = Downloader(config()).download_each(
       requests, [&](std::size_t i, const DownloadResult&) -> Status {

@@ -45,6 +45,8 @@ struct StagedWheel {
 // (a fleet's wheelhouse, from --find-links). The plan's sha256 and size still decide.
 using WheelSources = std::map<std::string, std::string>;
 
+enum class WhileDownloading { unpack, wait };
+
 struct StageOptions {
   int threads = 2;                 // wheels unpacked at once
   std::optional<mode_t> umask;     // default: the process's (as pip)
@@ -55,6 +57,9 @@ struct StageOptions {
   std::optional<fs::path> unpacked_cache;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
   WheelSources sources;
+  // Whether a wheel's members are unpacked while it downloads (wheel/arriving_wheel.hpp) or
+  // only once it is complete. Both check the same; `wait` is the reference the tests compare.
+  WhileDownloading while_downloading = WhileDownloading::unpack;
 };
 
 struct FetchedAndStaged {

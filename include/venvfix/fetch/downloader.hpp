@@ -36,6 +36,12 @@ struct DownloadRequest {
   std::optional<std::string> sha256_hex;
   std::optional<std::uint64_t> size;  // for progress, and checked when given
   std::string display_name;           // for progress lines; default: the URL's file name
+  // Called on the downloading thread each time body bytes are stored: the file `fd` (readable
+  // with pread while the call lasts; duplicate it to keep it) now holds bytes [0, stored) of
+  // this download; a smaller `stored` than before means the stored bytes were dropped (the
+  // download starts over). Never called for a cache hit or a file:// copy. Lets a caller work
+  // on a file while it arrives (apply unpacks a wheel's members as they come).
+  std::function<void(int fd, std::uint64_t stored)> on_stored;
 };
 
 struct DownloadResult {
