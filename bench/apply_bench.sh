@@ -150,11 +150,12 @@ for name in sorted(os.listdir(files)):
 print(json.dumps(plan, indent=2))
 PY
 }
-venvfix_apply() {  # venvfix_apply CACHE_DIR
-  timed "$venvfix" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" -q apply "$out/plan.json" \
-    --snapshot --yes
+venvfix_apply() {  # venvfix_apply CACHE_DIR (the venvfix-apply/1 report on stdout)
+  timed "$venvfix" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" --json -q apply \
+    "$out/plan.json" --snapshot --yes
 }
-venvfix_cold() { venvfix_apply "$out/cache"; }
+# The cold apply's own phase timings (venvfix-apply/1 "timings"), one JSON line per round.
+venvfix_cold() { venvfix_apply "$out/cache" > "$out/apply.json"; cp "$out/apply.json" "$work/apply-$RANDOM.json"; }
 venvfix_cached() { venvfix_apply "$out_root/warm-cache"; }
 warm_caches() {  # untimed: fill venvfix's caches and pip's cache once
   out="$out_root/warm-out"; rm -rf "$out"; mkdir -p "$out"
@@ -230,4 +231,13 @@ curl_median=$(echo "${times[${labels[7]}]}" | median)
        "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM;" \
        "load average (1 min) at each round's start and at the end: ${loads[*]};" \
        "$(python3 -m pip --version | cut -d' ' -f1-2), Python $(python3 -c 'import platform; print(platform.python_version())'), $(bsdtar --version | cut -d' ' -f1-2)."
+  # Where the cold apply's time goes (its own report; download_s overlaps the unpacking).
+  python3 - "$work"/apply-*.json <<'PY'
+import json, statistics, sys
+rounds = [json.load(open(f))["timings"] for f in sys.argv[1:]]
+keys = ["check_s", "download_s", "stage_s", "move_s", "verify_s", "commit_s", "total_s"]
+print()
+print("Cold apply, its report's phases (median s): " + ", ".join(
+    f"{k[:-2]} {statistics.median(r[k] for r in rounds):.2f}" for k in keys) + ".")
+PY
 } | tee "${markdown:-/dev/null}"
