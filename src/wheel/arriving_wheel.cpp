@@ -19,15 +19,17 @@
 #include "venvfix/base/byte_reader.hpp"
 #include "wheel/member_name.hpp"
 #include "wheel/stream_inflate.hpp"
+#include "wheel/zip_index.hpp"
 
 namespace venvfix::wheel {
 
 namespace {
 
-constexpr std::uint32_t k_local_sig = 0x04034b50;
-constexpr std::uint32_t k_central_sig = 0x02014b50;
-constexpr std::uint32_t k_end_sig = 0x06054b50;
-constexpr std::size_t k_local_size = 30;
+using detail::k_central_sig;
+using detail::k_eocd_sig;
+using detail::k_local_sig;
+using detail::k_local_size;
+
 constexpr std::uint16_t k_stored = 0;
 constexpr std::uint16_t k_deflated = 8;
 // Compressed bytes are read back in pieces of this size (at most: less when less has arrived).
@@ -50,32 +52,6 @@ struct LocalHeader {
 LocalHeader parse_local(const std::array<std::byte, k_local_size>& raw) {
   ByteReader h(raw);
   return LocalHeader{h.u16(6), h.u16(8), h.u32(14), h.u32(18), h.u32(22), h.u16(26), h.u16(28)};
-}
-
-// The zip64 extra field (0x0001) holds the sizes whose header fields are all ones: size first,
-// then compressed size. False when one is needed and missing.
-bool apply_zip64(std::span<const std::byte> extra, LocalHeader& header) {
-  const bool need_size = header.size == 0xFFFFFFFF;
-  const bool need_csize = header.compressed_size == 0xFFFFFFFF;
-  if (!need_size && !need_csize) return true;
-  ByteReader b(extra);
-  for (std::uint64_t at = 0; b.has(at, 4);) {
-    const std::uint16_t id = b.u16(at);
-    const std::uint64_t len = b.u16(at + 2);
-    if (!b.has(at + 4, len)) return false;
-    if (id == 0x0001) {
-      if (len < (need_size ? 8u : 0u) + (need_csize ? 8u : 0u)) return false;
-      std::uint64_t field = at + 4;
-      if (need_size) {
-        header.size = b.u64(field);
-        field += 8;
-      }
-      if (need_csize) header.compressed_size = b.u64(field);
-      return !b.failed();
-    }
-    at += 4 + len;
-  }
-  return false;
 }
 
 }  // namespace
@@ -184,7 +160,11 @@ struct ArrivingWheel::State {
     if ((header.flags & 0x0009) != 0) return std::nullopt;
     std::vector<std::byte> name_extra(std::size_t{header.name_len} + header.extra_len);
     if (!read_exact(offset + k_local_size, name_extra)) return std::nullopt;
-    if (!apply_zip64(std::span(name_extra).subspan(header.name_len), header)) return std::nullopt;
+    ByteReader fields(name_extra);
+    if (!detail::apply_zip64(fields, header.name_len, header.extra_len, header.size,
+                             header.compressed_size, nullptr)) {
+      return std::nullopt;
+    }
     const std::string_view stored(reinterpret_cast<const char*>(name_extra.data()),
                                   header.name_len);
     ArrivedMember member;
@@ -231,7 +211,7 @@ struct ArrivingWheel::State {
       std::array<std::byte, 4> signature{};
       if (!read_exact(offset, signature)) return false;
       const std::uint32_t sig = ByteReader(signature).u32(0);
-      if (sig == k_central_sig || sig == k_end_sig) return true;
+      if (sig == k_central_sig || sig == k_eocd_sig) return true;
       if (sig != k_local_sig) return false;
       const std::optional<std::uint64_t> next = unpack_member(offset, sequence);
       if (!next) return false;

@@ -11,14 +11,10 @@ namespace venvfix::wheel::detail {
 
 namespace {
 
-constexpr std::uint32_t k_eocd_sig = 0x06054b50;
 constexpr std::uint32_t k_eocd64_locator_sig = 0x07064b50;
 constexpr std::uint32_t k_eocd64_sig = 0x06064b50;
-constexpr std::uint32_t k_central_sig = 0x02014b50;
-constexpr std::uint32_t k_local_sig = 0x04034b50;
 constexpr std::size_t k_eocd_size = 22;
 constexpr std::size_t k_central_size = 46;
-constexpr std::size_t k_local_size = 30;
 
 struct Directory {
   std::uint64_t entries = 0;
@@ -54,39 +50,6 @@ std::optional<Directory> find_directory(ByteReader& b) {
   return dir;
 }
 
-// The zip64 extended information extra field (0x0001) replaces the fields that hold all ones,
-// in this order: size, compressed size, local header offset.
-bool apply_zip64(ByteReader& b, std::uint64_t extra, std::uint64_t extra_len, ZipIndexEntry& entry,
-                 std::uint64_t& local_offset) {
-  bool need_size = entry.size == 0xFFFFFFFF;
-  bool need_csize = entry.compressed_size == 0xFFFFFFFF;
-  bool need_offset = local_offset == 0xFFFFFFFF;
-  if (!need_size && !need_csize && !need_offset) return true;
-  std::uint64_t at = extra;
-  const std::uint64_t end = extra + extra_len;
-  while (at + 4 <= end) {
-    std::uint16_t id = b.u16(at);
-    std::uint16_t len = b.u16(at + 2);
-    if (at + 4 + len > end) return false;
-    if (id == 0x0001) {
-      std::uint64_t field = at + 4;
-      const std::uint64_t field_end = field + len;
-      auto take = [&](std::uint64_t& value) {
-        if (field + 8 > field_end) return false;
-        value = b.u64(field);
-        field += 8;
-        return true;
-      };
-      if (need_size && !take(entry.size)) return false;
-      if (need_csize && !take(entry.compressed_size)) return false;
-      if (need_offset && !take(local_offset)) return false;
-      return !b.failed();
-    }
-    at += 4 + len;
-  }
-  return false;
-}
-
 }  // namespace
 
 namespace {
@@ -111,7 +74,8 @@ std::optional<std::uint64_t> read_entry(ByteReader& b, std::uint64_t at, std::ui
   // CP437 as zipfile reads it, so that the names match read_wheel's member for member.
   const std::string_view stored = b.text(at + k_central_size, name_len);
   entry.name = (entry.flags & 0x800) != 0 ? std::string(stored) : cp437_to_utf8(stored);
-  if (!apply_zip64(b, at + k_central_size + name_len, extra_len, entry, local)) {
+  if (!apply_zip64(b, at + k_central_size + name_len, extra_len, entry.size, entry.compressed_size,
+                   &local)) {
     return std::nullopt;
   }
   // The local header must name the same member; the data follows it and its extra field,
@@ -131,6 +95,37 @@ std::optional<std::uint64_t> read_entry(ByteReader& b, std::uint64_t at, std::ui
 }
 
 }  // namespace
+
+bool apply_zip64(ByteReader& b, std::uint64_t extra, std::uint64_t extra_len, std::uint64_t& size,
+                 std::uint64_t& compressed_size, std::uint64_t* local_offset) {
+  bool need_size = size == 0xFFFFFFFF;
+  bool need_csize = compressed_size == 0xFFFFFFFF;
+  bool need_offset = local_offset != nullptr && *local_offset == 0xFFFFFFFF;
+  if (!need_size && !need_csize && !need_offset) return true;
+  std::uint64_t at = extra;
+  const std::uint64_t end = extra + extra_len;
+  while (at + 4 <= end) {
+    std::uint16_t id = b.u16(at);
+    std::uint16_t len = b.u16(at + 2);
+    if (at + 4 + len > end) return false;
+    if (id == 0x0001) {
+      std::uint64_t field = at + 4;
+      const std::uint64_t field_end = field + len;
+      auto take = [&](std::uint64_t& value) {
+        if (field + 8 > field_end) return false;
+        value = b.u64(field);
+        field += 8;
+        return true;
+      };
+      if (need_size && !take(size)) return false;
+      if (need_csize && !take(compressed_size)) return false;
+      if (need_offset && !take(*local_offset)) return false;
+      return !b.failed();
+    }
+    at += 4 + len;
+  }
+  return false;
+}
 
 std::optional<std::vector<ZipIndexEntry>> read_zip_index(std::span<const std::byte> data) {
   ByteReader b(data);

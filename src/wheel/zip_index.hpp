@@ -13,9 +13,23 @@
 #include <string>
 #include <vector>
 
+#include "venvfix/base/byte_reader.hpp"
 #include "venvfix/wheel/wheel.hpp"
 
 namespace venvfix::wheel::detail {
+
+// The zip format's record signatures and the local header's fixed size (APPNOTE 4.3).
+constexpr std::uint32_t k_local_sig = 0x04034b50;
+constexpr std::uint32_t k_central_sig = 0x02014b50;
+constexpr std::uint32_t k_eocd_sig = 0x06054b50;
+constexpr std::size_t k_local_size = 30;
+
+// The zip64 extended information extra field (0x0001), in [extra, extra + extra_len) of `b`,
+// replaces the fields that hold all ones, in this order: size, compressed size, local header
+// offset (only with `local_offset`: a local header's extra field has no offset). False when a
+// field that holds all ones has no value there.
+bool apply_zip64(ByteReader& b, std::uint64_t extra, std::uint64_t extra_len, std::uint64_t& size,
+                 std::uint64_t& compressed_size, std::uint64_t* local_offset);
 
 struct ZipIndexEntry {
   std::string name;  // UTF-8: as stored with the UTF-8 flag, else decoded from CP437

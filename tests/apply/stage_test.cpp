@@ -16,6 +16,9 @@ using namespace venvfix::txn::testing;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
+constexpr const char* k_cudnn = "nvidia_cudnn_cu12-9.10.2.21-py3-none-manylinux_2_27_x86_64.whl";
+constexpr const char* k_cublas = "nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_27_x86_64.whl";
+
 class Stage : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -37,6 +40,14 @@ class Stage : public ::testing::Test {
     return install_action(dist, version, made, base_url + "/" + file);
   }
 
+  // The plan that installs the test world's cuDNN and cuBLAS wheels from `files`.
+  plan::Plan cudnn_and_cublas(const std::string& files) {
+    plan::Plan plan;
+    plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
+    plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+    return plan;
+  }
+
   // Runs fetch_and_stage for `plan` into `staging` (created) of a fresh minimal venv, with a
   // fresh downloader; a venv that does not open fails the test.
   Result<FetchedAndStaged> stage_in_minimal_venv(const plan::Plan& plan, const fs::path& staging) {
@@ -51,9 +62,6 @@ class Stage : public ::testing::Test {
   std::optional<TempDir> m_dir;
   fetch::FetchConfig m_config;
 };
-
-constexpr const char* k_cudnn = "nvidia_cudnn_cu12-9.10.2.21-py3-none-manylinux_2_27_x86_64.whl";
-constexpr const char* k_cublas = "nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_27_x86_64.whl";
 
 TEST_F(Stage, DownloadsFromTheIndexAndStagesLikePip) {
   auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
@@ -203,9 +211,7 @@ TEST_F(Stage, APlanNamingOneWheelFileTwiceIsRefusedBeforeAnyDownload) {
 TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {
   auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
   const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
-  plan::Plan plan;
-  plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
-  plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+  plan::Plan plan = cudnn_and_cublas(files);
   fs::path venv_root = minimal_venv(m_dir->path() / "venv");
   auto venv = env::open_venv_at(venv_root);
   ASSERT_TRUE(venv);
@@ -258,9 +264,7 @@ TEST_F(Stage, FetchAndStageOverlapsAndStopsAtTheFirstRefusal) {
 TEST_F(Stage, UnpackingWhileDownloadingStagesWhatWaitingStages) {
   auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
   const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
-  plan::Plan plan;
-  plan.actions.push_back(world_action("nvidia-cudnn-cu12", "9.10.2.21", k_cudnn, files));
-  plan.actions.push_back(world_action("nvidia-cublas-cu12", "12.8.4.1", k_cublas, files));
+  const plan::Plan plan = cudnn_and_cublas(files);
   auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
   ASSERT_TRUE(venv);
   std::map<WhileDownloading, std::vector<StagedWheel>> staged;
