@@ -4,7 +4,6 @@
 #include "venvfix/wheel/arriving_wheel.hpp"
 
 #include <fcntl.h>
-#include <libdeflate.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "venvfix/base/byte_reader.hpp"
 #include "wheel/member_name.hpp"
+#include "wheel/member_stream.hpp"
 #include "wheel/stream_inflate.hpp"
 #include "wheel/zip_index.hpp"
 
@@ -60,33 +60,24 @@ struct ArrivingWheel::State {
   State(fs::path d, std::uint64_t expected, const ReadLimits& l)
       : dir(std::move(d)), expected_size(expected), limits(l) {}
 
-  // The bytes of one member on their way out: sha256, CRC, written to `fd`.
+  // One member's bytes on their way out (hashed, checked, written), with writeback started
+  // every k_writeback_step bytes: the transaction makes the files durable before its journal
+  // names them, and started here, that writeback overlaps the download instead of following it.
   struct Output {
-    int fd = -1;
-    Sha256 sha;
-    std::uint32_t crc = 0;
-    std::uint64_t written = 0;
+    Output(int file, const std::string& what) : fd(file), sink(sha, file, what) {}
     Status consume(std::span<const std::byte> data) {
-      sha.update(data);
-      crc = libdeflate_crc32(crc, data.data(), data.size());
-      while (!data.empty()) {
-        const ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(written));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return make_error(ExitCode::error, "write: {}", errno_message(errno));
-        data = data.subspan(static_cast<std::size_t>(n));
-        written += static_cast<std::uint64_t>(n);
-      }
-      if (written - synced >= k_writeback_step) start_writeback();
+      VENVFIX_TRY(sink.consume(data));
+      if (sink.written() - synced >= k_writeback_step) start_writeback();
       return ok();
     }
-    // Asks the kernel to write what is there now, without waiting: the transaction makes the
-    // files durable before its journal names them, and started here, that writeback overlaps
-    // the download instead of following it.
     void start_writeback() {
-      ::sync_file_range(fd, static_cast<off_t>(synced), static_cast<off_t>(written - synced),
+      ::sync_file_range(fd, static_cast<off_t>(synced), static_cast<off_t>(sink.written() - synced),
                         SYNC_FILE_RANGE_WRITE);
-      synced = written;
+      synced = sink.written();
     }
+    int fd;
+    Sha256 sha;
+    detail::MemberSink sink;
     std::uint64_t synced = 0;
   };
 
@@ -182,11 +173,13 @@ struct ArrivingWheel::State {
     member.file = dir / std::to_string(sequence);
     Fd fd(::open(member.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd.valid()) return std::nullopt;
-    Output out;
-    out.fd = fd.get();
+    const std::string what = member.file.string();
+    Output out(fd.get(), what);
     const bool read = header.method == k_stored ? copy_stored(member.data_offset, header, out)
                                                 : inflate(member.data_offset, header, out);
-    if (!read || out.written != header.size || out.crc != header.crc32) return std::nullopt;
+    if (!read || out.sink.written() != header.size || out.sink.crc() != header.crc32) {
+      return std::nullopt;
+    }
     out.start_writeback();
     member.sha256 = out.sha.finish();
     members.push_back(std::move(member));

@@ -1,7 +1,9 @@
 #include "wheel/member_stream.hpp"
 
+#include <libdeflate.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <unordered_map>
 
@@ -17,6 +19,39 @@ Status write_all(int fd, std::span<const std::byte> data, std::string_view what)
       return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
     }
     data = data.subspan(static_cast<std::size_t>(n));
+  }
+  return ok();
+}
+
+namespace {
+
+// Hashed and written in pieces that stay in the core's cache between the three passes.
+constexpr std::size_t k_piece = 256u << 10;
+
+Status pwrite_all(int fd, std::span<const std::byte> data, std::uint64_t offset,
+                  const std::string& what) {
+  while (!data.empty()) {
+    ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
+    }
+    data = data.subspan(static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return ok();
+}
+
+}  // namespace
+
+Status MemberSink::consume(std::span<const std::byte> data) {
+  while (!data.empty()) {
+    std::span<const std::byte> piece = data.first(std::min(data.size(), k_piece));
+    m_hasher.update(piece);
+    m_crc = libdeflate_crc32(m_crc, piece.data(), piece.size());
+    if (m_fd >= 0) VENVFIX_TRY(pwrite_all(m_fd, piece, m_written, m_what));
+    m_written += piece.size();
+    data = data.subspan(piece.size());
   }
   return ok();
 }

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "venvfix/base/result.hpp"
@@ -29,5 +31,24 @@ Result<std::vector<StreamedMember>> stream_members(ZipReader& zip, const WheelCo
 
 // write(2) all of `data`, retrying on EINTR and short writes.
 Status write_all(int fd, std::span<const std::byte> data, std::string_view what);
+
+// Hashes (sha256, CRC-32) and writes one member's bytes as they come, at consecutive offsets of
+// `fd` (pwrite; -1: hash only). Errors name `what`.
+class MemberSink {
+ public:
+  MemberSink(Sha256& hasher, int fd, const std::string& what)
+      : m_hasher(hasher), m_fd(fd), m_what(what) {}
+
+  Status consume(std::span<const std::byte> data);
+  std::uint32_t crc() const { return m_crc; }
+  std::uint64_t written() const { return m_written; }
+
+ private:
+  Sha256& m_hasher;
+  int m_fd;
+  const std::string& m_what;
+  std::uint32_t m_crc = 0;
+  std::uint64_t m_written = 0;
+};
 
 }  // namespace venvfix::wheel::detail

@@ -21,54 +21,10 @@ namespace {
 
 constexpr std::uint16_t k_stored = 0;
 constexpr std::uint16_t k_deflated = 8;
-// Hashed and written in pieces that stay in the core's cache between the three passes.
-constexpr std::size_t k_piece = 256u << 10;
 // Archive bytes read are dropped from the mapping (see release()) in pieces of this size, and
 // not at all below the smaller one (a madvise call is not worth it).
 constexpr std::size_t k_release_step = 8u << 20;
 constexpr std::size_t k_release_min = 1u << 20;
-
-Status pwrite_all(int fd, std::span<const std::byte> data, std::uint64_t offset,
-                  const std::string& what) {
-  while (!data.empty()) {
-    ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
-    }
-    data = data.subspan(static_cast<std::size_t>(n));
-    offset += static_cast<std::uint64_t>(n);
-  }
-  return ok();
-}
-
-// Hashes (sha256, CRC-32) and writes one member's bytes as they come.
-class MemberSink {
- public:
-  MemberSink(Sha256& hasher, int fd, const std::string& what)
-      : m_hasher(hasher), m_fd(fd), m_what(what) {}
-
-  Status consume(std::span<const std::byte> data) {
-    while (!data.empty()) {
-      std::span<const std::byte> piece = data.first(std::min(data.size(), k_piece));
-      m_hasher.update(piece);
-      m_crc = libdeflate_crc32(m_crc, piece.data(), piece.size());
-      if (m_fd >= 0) VENVFIX_TRY(pwrite_all(m_fd, piece, m_written, m_what));
-      m_written += piece.size();
-      data = data.subspan(piece.size());
-    }
-    return ok();
-  }
-  std::uint32_t crc() const { return m_crc; }
-  std::uint64_t written() const { return m_written; }
-
- private:
-  Sha256& m_hasher;
-  int m_fd;
-  const std::string& m_what;
-  std::uint32_t m_crc = 0;
-  std::uint64_t m_written = 0;
-};
 
 struct Decompressor {
   Decompressor() : d(libdeflate_alloc_decompressor()) {}
