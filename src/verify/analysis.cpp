@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include <spdlog/spdlog.h>
 
@@ -85,6 +86,10 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   VENVFIX_TRY_ASSIGN(analysis.inventory, dist::read_inventory(analysis.venv));
   analysis.needed.assign(analysis.inventory.distributions.size(), false);
   phase("inventory");
+  // The site-packages walk (a directory read per directory) overlaps the loading check, which
+  // runs on one thread; its future's destructor waits for it on every way out.
+  std::future<SiteScan> scan =
+      std::async(std::launch::async, [&venv = analysis.venv] { return scan_site(venv); });
   VENVFIX_TRY(select_targets(analysis, options));
   phase("targets");
   check_requirements(analysis, manifests);
@@ -93,7 +98,7 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   phase("loading");
   check_files(analysis, options);
   phase("files");
-  check_layout(analysis, manifests);
+  check_layout(analysis, manifests, scan.get());
   phase("layout");
   check_dist_info(analysis);
   label_layers(analysis);

@@ -166,10 +166,9 @@ void check_cuda_mix(Analysis& analysis, const manifest::Manifests& manifests) {
   }
 }
 
-void check_orphans(Analysis& analysis) {
+void check_orphans(Analysis& analysis, const SiteScan& scan) {
   std::map<fs::path, std::vector<std::string>> by_directory;
-  std::vector<fs::path> stashes;  // never entered: what pip stashed is no orphan
-  for (const dist::ScannedFile& file : dist::scan_site_packages(analysis.venv, &stashes)) {
+  for (const dist::ScannedFile& file : scan.files) {
     if (!analysis.inventory.owners_of(file.path).empty()) continue;
     if (!elf::has_elf_magic(file.path)) continue;
     by_directory[file.path.parent_path()].push_back(analysis.display_path(file.path));
@@ -184,7 +183,7 @@ void check_orphans(Analysis& analysis) {
                     analysis.display_path(directory), finding.paths.size() == 1 ? "s" : "");
     analysis.findings.push_back(std::move(finding));
   }
-  check_stashes(analysis, stashes);
+  check_stashes(analysis, scan.stashes);  // never entered: what pip stashed is no orphan
 }
 
 }  // namespace
@@ -223,10 +222,16 @@ Breakage removal_breaks(const Analysis& analysis, std::size_t removed_dist) {
   return out;
 }
 
-void check_layout(Analysis& analysis, const manifest::Manifests& manifests) {
+SiteScan scan_site(const env::Venv& venv) {
+  SiteScan scan;
+  scan.files = dist::scan_site_packages(venv, &scan.stashes);
+  return scan;
+}
+
+void check_layout(Analysis& analysis, const manifest::Manifests& manifests, const SiteScan& scan) {
   check_split_site_packages(analysis, manifests);
   check_cuda_mix(analysis, manifests);
-  check_orphans(analysis);
+  check_orphans(analysis, scan);
 }
 
 }  // namespace venvfix::verify

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "venvfix/base/strings.hpp"
+#include "venvfix/dist/scan.hpp"
 #include "venvfix/verify/analysis.hpp"
 
 namespace venvfix::verify {
@@ -22,9 +23,18 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
 // files.cpp: RECORD against disk — ghost files, clobbered files, shared paths.
 void check_files(Analysis& analysis, const Options& options);
 
+// layout.cpp: the walk of every site-packages for files named like shared objects, and pip's
+// stash directories. It needs nothing but the venv, so analyze() runs it on its own thread
+// beside the loading and file checks.
+struct SiteScan {
+  std::vector<dist::ScannedFile> files;
+  std::vector<fs::path> stashes;
+};
+SiteScan scan_site(const env::Venv& venv);
+
 // layout.cpp: split site-packages, CUDA mix, orphan libraries (and pip stashes, from the same
-// walk).
-void check_layout(Analysis& analysis, const manifest::Manifests& manifests);
+// walk: `scan`).
+void check_layout(Analysis& analysis, const manifest::Manifests& manifests, const SiteScan& scan);
 
 // layout.cpp: what removing distribution `removed_dist` the way pip and uv do (every RECORD
 // path deleted, co-owners ignored) takes from the targets: each soname whose file would go and

@@ -6,7 +6,11 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <sstream>
+#include <thread>
+
 #include "support/manifests.hpp"
+#include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/load_check.hpp"
 #include "venvfix/elf/ld_cache.hpp"
@@ -17,7 +21,9 @@ namespace {
 using namespace venvfix::txn::testing;
 using ::testing::HasSubstr;
 
+using venvfix::testing::CommandResult;
 using venvfix::testing::manifests;
+using venvfix::testing::run_command;
 
 class LoadCheck : public ::testing::Test {
  protected:
@@ -47,6 +53,44 @@ TEST_F(LoadCheck, LoadsGoodLibrariesAndReportsTheMissingSoname) {
   EXPECT_FALSE((*results)[1].ok());
   EXPECT_THAT((*results)[1].message,
               HasSubstr("libvenvfix_absent.so.7: cannot open shared object file"));
+}
+
+TEST_F(LoadCheck, TwoFilesLoadAtOnceAndAnswerInTheirOrder) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: one file at a time";
+  // The first library's constructor waits for a file that only the second one's creates: it
+  // loads only when both processes run at once, and otherwise aborts after 10 s.
+  const std::string marker = path("marker").string();
+  compile_shared(path("waits/libwaits.so"), "libwaits.so",
+                 "#include <stdlib.h>\n#include <unistd.h>\n"
+                 "__attribute__((constructor)) static void wait_for_marker(void) {\n"
+                 "  for (int i = 0; i < 1000; ++i) {\n"
+                 "    if (access(\"" +
+                     marker +
+                     "\", F_OK) == 0) return;\n"
+                     "    usleep(10000);\n"
+                     "  }\n"
+                     "  abort();\n"
+                     "}\n");
+  compile_shared(path("marks/libmarks.so"), "libmarks.so",
+                 "#include <fcntl.h>\n#include <unistd.h>\n"
+                 "__attribute__((constructor)) static void make_marker(void) {\n"
+                 "  close(open(\"" +
+                     marker +
+                     "\", O_CREAT | O_WRONLY, 0600));\n"
+                     "}\n");
+  compile_shared(path("good/libgood.so"), "libgood.so", "int good(void) { return 1; }\n");
+  std::vector<fs::path> files = {path("waits/libwaits.so"), path("marks/libmarks.so"),
+                                 path("good/libgood.so")};
+  CommandResult helper = run_command({m_options.helper.string(), "__load-check", "--",
+                                      files[0].string(), files[1].string(), files[2].string()});
+  ASSERT_EQ(helper.exit_code, 0) << helper.err;
+  std::vector<std::string> lines;
+  std::istringstream out(helper.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u) << helper.out;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(lines[i], "venvfix-load\tloaded\t" + files[i].string() + "\t") << i;
+  }
 }
 
 TEST_F(LoadCheck, TheChildDoesNotSeeLdLibraryPath) {

@@ -92,7 +92,8 @@ Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
                                                 const LoadCheckOptions& options);
 
 // The helper's side (`venvfix __load-check [--preload P]… -- FILE…`): preloads, then forks one
-// process per file that dlopens it; prints one line per file to stdout:
+// process per file that dlopens it (two at a time on two or more CPUs); prints one line per
+// file to stdout, in the files' order:
 // "venvfix-load\t<loaded|failed|crashed>\t<path>\t<message>". Returns the exit status (0).
 int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files);
 
