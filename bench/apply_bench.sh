@@ -14,6 +14,8 @@
 # hash (bench/make_real_wheels.py).
 # --rate-mb R: the index sends at most R MB/s, all connections together
 # (tests/servers/index_server.py --rate-mb): compare the cold apply with the curl row.
+# BASELINE=/path/to/venvfix (env): one more row, the same cold apply with that binary (say a
+# Release build of main), in the same rounds.
 #
 # Rows (wall time of the whole process, fresh output directory and venv each time, `sync`
 # before each run so no run pays for the previous one's writeback):
@@ -150,12 +152,13 @@ for name in sorted(os.listdir(files)):
 print(json.dumps(plan, indent=2))
 PY
 }
-venvfix_apply() {  # venvfix_apply CACHE_DIR (the venvfix-apply/1 report on stdout)
-  timed "$venvfix" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" --json -q apply \
+venvfix_apply() {  # venvfix_apply CACHE_DIR [BINARY] (the venvfix-apply/1 report on stdout)
+  timed "${2:-$venvfix}" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" --json -q apply \
     "$out/plan.json" --snapshot --yes
 }
 # The cold apply's own phase timings (venvfix-apply/1 "timings"), one JSON line per round.
 venvfix_cold() { venvfix_apply "$out/cache" > "$out/apply.json"; cp "$out/apply.json" "$work/apply-$RANDOM.json"; }
+baseline_cold() { venvfix_apply "$out/cache" "$BASELINE" > /dev/null; }
 venvfix_cached() { venvfix_apply "$out_root/warm-cache"; }
 warm_caches() {  # untimed: fill venvfix's caches and pip's cache once
   out="$out_root/warm-out"; rm -rf "$out"; mkdir -p "$out"
@@ -188,6 +191,7 @@ labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again
         "venvfix: stage local files, parallel" "venvfix: stage local files, streaming (1 thread)"
         "pip install --no-deps (--no-cache-dir)" "pip install --no-deps (warm pip cache)"
         "bsdtar -xf, one after another" "curl of the wheels, one after another")
+if [ -n "${BASELINE:-}" ]; then labels+=("venvfix apply --snapshot (cold caches), BASELINE"); fi
 echo "warming the caches..." >&2
 warm_caches
 loads=()
@@ -202,6 +206,7 @@ for r in $(seq "$repeat"); do
   run "${labels[5]}" fresh_venv pip_warm
   run "${labels[6]}" nothing bsdtar_seq
   run "${labels[7]}" nothing curl_seq
+  if [ -n "${BASELINE:-}" ]; then run "${labels[8]}" fresh_venv_and_plan baseline_cold; fi
 done
 loads+=("$(cut -d' ' -f1 /proc/loadavg)")
 rm -rf "$out_root/out" "$out_root/warm-cache" "$out_root/pip-cache"

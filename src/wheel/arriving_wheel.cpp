@@ -17,6 +17,7 @@
 
 #include "venvfix/base/byte_reader.hpp"
 #include "wheel/member_name.hpp"
+#include "wheel/member_pipe.hpp"
 #include "wheel/member_stream.hpp"
 #include "wheel/stream_inflate.hpp"
 #include "wheel/zip_index.hpp"
@@ -38,6 +39,8 @@ constexpr std::size_t k_read_piece = 1u << 20;
 constexpr std::uint64_t k_wake_step = 512u << 10;
 // Written bytes are handed to writeback in steps of this size.
 constexpr std::uint64_t k_writeback_step = 32u << 20;
+// Members at least this large are hashed and written on a second thread (detail::MemberPipe).
+constexpr std::uint64_t k_piped_member = 8u << 20;
 
 struct LocalHeader {
   std::uint16_t flags = 0;
@@ -122,19 +125,20 @@ struct ArrivingWheel::State {
     return true;
   }
 
-  bool copy_stored(std::uint64_t offset, const LocalHeader& header, Output& out) {
+  using Sink = detail::StreamInflater::Sink;
+
+  bool copy_stored(std::uint64_t offset, const LocalHeader& header, const Sink& out) {
     if (header.compressed_size != header.size) return false;
     return follow(offset, header.compressed_size,
-                  [&](std::span<const std::byte> piece) { return bool(out.consume(piece)); });
+                  [&](std::span<const std::byte> piece) { return bool(out(piece)); });
   }
 
-  bool inflate(std::uint64_t offset, const LocalHeader& header, Output& out) {
+  bool inflate(std::uint64_t offset, const LocalHeader& header, const Sink& out) {
     inflater->start(header.size);
     bool finished = false;
     const bool read = follow(offset, header.compressed_size, [&](std::span<const std::byte> piece) {
       if (finished) return false;  // bytes after the end of the stream: not this reader's zip
-      auto step = inflater->feed(
-          piece, [&](std::span<const std::byte> bytes) { return out.consume(bytes); });
+      auto step = inflater->feed(piece, out);
       if (!step || step->outcome.failure != detail::InflateFailure::none) return false;
       finished = step->finished;
       return !finished || step->consumed == piece.size();
@@ -175,8 +179,17 @@ struct ArrivingWheel::State {
     if (!fd.valid()) return std::nullopt;
     const std::string what = member.file.string();
     Output out(fd.get(), what);
-    const bool read = header.method == k_stored ? copy_stored(member.data_offset, header, out)
-                                                : inflate(member.data_offset, header, out);
+    // A large member is hashed and written on a second thread while this one inflates it.
+    std::optional<detail::MemberPipe> pipe;
+    if (header.size >= k_piped_member) {
+      pipe.emplace([&out](std::span<const std::byte> bytes) { return out.consume(bytes); });
+    }
+    const Sink sink = [&](std::span<const std::byte> bytes) {
+      return pipe ? pipe->push(bytes) : out.consume(bytes);
+    };
+    bool read = header.method == k_stored ? copy_stored(member.data_offset, header, sink)
+                                          : inflate(member.data_offset, header, sink);
+    if (pipe) read = read && bool(pipe->finish());  // `out` is this thread's again
     if (!read || out.sink.written() != header.size || out.sink.crc() != header.crc32) {
       return std::nullopt;
     }

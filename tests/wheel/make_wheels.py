@@ -165,6 +165,19 @@ def build_mixed(filename, files, methods, modes):
 build_mixed("mixed/demo_pkg-1.0-py3-none-any.whl", mixed, methods,
             {"demo_pkg/deflate_random.so": 0o755})
 
+# Members over ArrivingWheel's k_piped_member (8 MiB), hashed and written on a second thread
+# while the first inflates (arriving_wheel_test.cpp): one deflated, of text and random runs, one
+# stored.
+big_rng = random.Random(11)
+big_members = {
+    "demo_pkg/__init__.py": b"x = 1\n",
+    "demo_pkg/big_deflated.so": b"".join(
+        compressible if i % 2 else big_rng.randbytes(1 << 20) for i in range(6)),
+    "demo_pkg/big_stored.bin": big_rng.randbytes(9 << 20),
+}
+build_mixed("big-members/demo_pkg-1.0-py3-none-any.whl", big_members,
+            {"demo_pkg/big_stored.bin": zipfile.ZIP_STORED}, {"demo_pkg/big_deflated.so": 0o755})
+
 
 def data_offset(path, member):
     """Where `member`'s compressed bytes start in the zip at `path`."""
@@ -270,8 +283,12 @@ def stream_hostile(filename, member, packed, declared):
 # Mid-stream refusals (parallel_unpack_test.cpp). A zip bomb that shows its size only as it
 # inflates: headers and RECORD say 2 MiB (sha256 of the first 2 MiB), the stream holds 256 MiB.
 bomb_zeros = bytes(256 << 20)
+bomb_packed = deflate_raw(bomb_zeros)
 stream_hostile("stream-bomb/demo_pkg-1.0-py3-none-any.whl", "demo_pkg/zeros.bin",
-               deflate_raw(bomb_zeros), bomb_zeros[: 2 << 20])
+               bomb_packed, bomb_zeros[: 2 << 20])
+# The same saying 10 MiB: over ArrivingWheel's k_piped_member, so its second thread is stopped.
+stream_hostile("stream-bomb-big/demo_pkg-1.0-py3-none-any.whl", "demo_pkg/zeros.bin",
+               bomb_packed, bomb_zeros[: 10 << 20])
 # A member that yields less than its headers and RECORD say (3 MiB said, 2 MiB held).
 short = compressible[: 3 << 20]
 stream_hostile("stream-short/demo_pkg-1.0-py3-none-any.whl", "demo_pkg/short.bin",
