@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -180,9 +181,14 @@ struct ArrivingWheel::State {
     const std::string what = member.file.string();
     Output out(fd.get(), what);
     // A large member is hashed and written on a second thread while this one inflates it.
+    // Without a second thread (the system refused one), this thread does it all.
     std::optional<detail::MemberPipe> pipe;
     if (header.size >= k_piped_member) {
-      pipe.emplace([&out](std::span<const std::byte> bytes) { return out.consume(bytes); });
+      try {
+        pipe.emplace([&out](std::span<const std::byte> bytes) { return out.consume(bytes); });
+      } catch (const std::system_error&) {
+        pipe.reset();
+      }
     }
     const Sink sink = [&](std::span<const std::byte> bytes) {
       return pipe ? pipe->push(bytes) : out.consume(bytes);
@@ -288,14 +294,21 @@ void ArrivingWheel::stored(int fd, std::uint64_t stored) {
     return;
   }
   s.available = stored;
-  if (!s.started) {
+  if (!s.started && stored > 0) {  // a retry before the first byte reports 0: nothing to follow
     s.source = Fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (!s.source.valid()) {
       s.given_up = true;
       return;
     }
+    // std::thread reports a refused thread only by throwing: the archive is then read as before.
+    try {
+      s.thread = std::thread([&s] { s.run(); });
+    } catch (const std::system_error&) {
+      s.source = Fd();
+      s.given_up = true;
+      return;
+    }
     s.started = true;
-    s.thread = std::thread([&s] { s.run(); });
   }
   if (stored - s.woken_at >= k_wake_step) {
     s.woken_at = stored;
