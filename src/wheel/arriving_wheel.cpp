@@ -68,18 +68,17 @@ struct ArrivingWheel::State {
   // every k_writeback_step bytes: the transaction makes the files durable before its journal
   // names them, and started here, that writeback overlaps the download instead of following it.
   struct Output {
-    Output(int file, const std::string& what) : fd(file), sink(sha, file, what) {}
+    Output(int file, const std::string& what) : sink(sha, file, what) {}
     Status consume(std::span<const std::byte> data) {
       VENVFIX_TRY(sink.consume(data));
       if (sink.written() - synced >= k_writeback_step) start_writeback();
       return ok();
     }
     void start_writeback() {
-      ::sync_file_range(fd, static_cast<off_t>(synced), static_cast<off_t>(sink.written() - synced),
-                        SYNC_FILE_RANGE_WRITE);
+      ::sync_file_range(sink.fd(), static_cast<off_t>(synced),
+                        static_cast<off_t>(sink.written() - synced), SYNC_FILE_RANGE_WRITE);
       synced = sink.written();
     }
-    int fd;
     Sha256 sha;
     detail::MemberSink sink;
     std::uint64_t synced = 0;
@@ -181,13 +180,11 @@ struct ArrivingWheel::State {
     const std::string what = member.file.string();
     Output out(fd.get(), what);
     // A large member is hashed and written on a second thread while this one inflates it.
-    // Without a second thread (the system refused one), this thread does it all.
     std::optional<detail::MemberPipe> pipe;
     if (header.size >= k_piped_member) {
       try {
         pipe.emplace([&out](std::span<const std::byte> bytes) { return out.consume(bytes); });
-      } catch (const std::system_error&) {
-        pipe.reset();
+      } catch (const std::system_error&) {  // `pipe` stays empty: this thread does it all
       }
     }
     const Sink sink = [&](std::span<const std::byte> bytes) {

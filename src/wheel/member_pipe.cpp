@@ -22,8 +22,8 @@ MemberPipe::~MemberPipe() {
 Status MemberPipe::push(std::span<const std::byte> data) {
   while (!data.empty()) {
     std::unique_lock lock(m_mutex);
-    m_changed.wait(lock, [&] { return m_count < k_slots || m_failed; });
-    if (m_failed) return m_failure;
+    m_changed.wait(lock, [&] { return m_count < k_slots || !m_failure; });
+    if (!m_failure) return m_failure;
     const std::size_t slot = m_head;
     lock.unlock();
     // The slot is the producer's until it is counted: the consumer reads only counted slots.
@@ -47,7 +47,7 @@ Status MemberPipe::finish() {
   }
   m_changed.notify_all();
   if (m_thread.joinable()) m_thread.join();
-  return m_failed ? m_failure : ok();
+  return m_failure;
 }
 
 void MemberPipe::run() {
@@ -64,7 +64,6 @@ void MemberPipe::run() {
     --m_count;
     if (!consumed) {
       m_failure = std::move(consumed);
-      m_failed = true;
       lock.unlock();
       m_changed.notify_all();
       return;

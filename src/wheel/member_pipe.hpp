@@ -49,8 +49,7 @@ class MemberPipe {
   std::size_t m_count = 0;  // slots filled and not yet consumed
   bool m_closed = false;    // no more pushes: consume the rest, then end (finish())
   bool m_dropped = false;   // end now (the destructor)
-  Status m_failure = ok();  // the consumer's first error
-  bool m_failed = false;
+  Status m_failure = ok();  // the consumer's first error: once set, nothing more is consumed
   std::thread m_thread;
 };
 

@@ -42,6 +42,7 @@ class MemberSink {
   Status consume(std::span<const std::byte> data);
   std::uint32_t crc() const { return m_crc; }
   std::uint64_t written() const { return m_written; }
+  int fd() const { return m_fd; }
 
  private:
   Sha256& m_hasher;
