@@ -26,8 +26,8 @@
 #   sha256 and sizes; made untimed for each fresh venv with `venvfix plan --json` and the
 #   actions added), with empty caches: download, stage (overlapped), the journaled moves with
 #   their fsyncs, the dist-info, verification. This is the whole transaction, safety included.
-# - the same apply again with the caches warm (a re-apply: the download cache and the
-#   unpacked-wheel cache hold every wheel, as after a rollback).
+# - the same apply again with the caches warm (a re-apply: the unpacked-wheel cache holds every
+#   wheel, as after a rollback; the download cache holds no .whl, the cold apply streamed them).
 # - venvfix stage only, parallel / streaming: wheel::install_wheel of the local wheel files
 #   (bench/unpack_bench.cpp) with the parallel unpacker, and with the one-thread libarchive
 #   reference (Unpack::streaming): no transaction, no download.

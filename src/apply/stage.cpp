@@ -1,6 +1,7 @@
 #include "venvfix/apply/stage.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,6 +167,7 @@ class Pipeline {
     m_unpacked.resize(m_actions.size());
     m_staged.resize(m_actions.size());
     m_arriving.resize(m_actions.size());
+    m_stream = streams_wheels(staging, options);
   }
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -191,10 +193,12 @@ class Pipeline {
                              [&](std::size_t job, const JobContext& context) {
                                return job == 0 ? download(downloader, context) : stage_next();
                              }));
+    VENVFIX_TRY(stage_from_archives(downloader));
     for (std::size_t i = 0; i < m_actions.size(); ++i) {
       if (!m_staged[i]) return make_error(ExitCode::error, "{} was not staged", file(i));
-      out.fetched.push_back(
-          {m_actions[i], m_results[i].path, m_results[i].size, m_results[i].from_cache});
+      const fetch::DownloadResult& result = m_results[i];
+      out.fetched.push_back({m_actions[i], result.streamed ? fs::path() : result.path, result.size,
+                             result.from_cache, result.streamed});
       out.staged.push_back(std::move(*m_staged[i]));
     }
     out.download_s = std::chrono::duration<double>(m_downloads_end - start).count();
@@ -235,7 +239,12 @@ class Pipeline {
       if (m_unpacked[i]) continue;
       requests.push_back(download_request(action(i), m_options.sources));
       wheel_of.push_back(i);
-      if (wheel::ArrivingWheel* arriving = unpack_while_downloading(i)) {
+      if (wheel::ArrivingWheel* arriving = unpack_while_downloading(i); arriving && m_stream) {
+        requests.back().stream = fetch::BodyStream{
+            [arriving](std::span<const std::byte> bytes) { return arriving->write(bytes); },
+            [arriving](std::size_t size) { return arriving->can_take(size); },
+            [arriving] { arriving->restart(); }};
+      } else if (arriving) {
         requests.back().on_stored = [arriving](int fd, std::uint64_t stored) {
           arriving->stored(fd, stored);
         };
@@ -319,13 +328,21 @@ class Pipeline {
       i = m_queue.front();
       m_queue.pop_front();
     }
-    StageItem item{m_actions[i],  m_results[i].path,
-                   file(i),       m_requested ? m_requested(m_actions[i]) : wheel::Requested::no,
-                   m_unpacked[i], m_arriving[i].get()};
-    Result<StagedWheel> staged = [&]() -> Result<StagedWheel> {
-      VENVFIX_TRY_ASSIGN(fs::path link, named_link(m_links, item));
-      return stage_one(m_venv, m_plan, item, link, m_staging, m_options);
-    }();
+    fs::path wheel_file = m_results[i].path;
+    if (m_results[i].streamed) {
+      // The skeleton stands for the wheel (ArrivingWheel::skeleton): without one, nothing
+      // arrived that could be adopted, and the wheel is read from the download cache instead.
+      m_arriving[i]->finish(m_results[i].size);
+      wheel_file = m_arriving[i]->skeleton();
+      if (wheel_file.empty()) return read_archive_later(i, "its members could not be unpacked");
+    }
+    StageItem item{m_actions[i], wheel_file,    file(i),
+                   requested(i), m_unpacked[i], m_arriving[i].get()};
+    Result<StagedWheel> staged = stage_item(item, m_links);
+    if (!staged && (m_results[i].streamed || m_unpacked[i])) {
+      // Not read from the wheel itself: the archive has the last word.
+      return read_archive_later(i, staged.error().message);
+    }
     if (!staged) {
       std::lock_guard lock(m_mutex);
       m_failed = true;
@@ -334,6 +351,64 @@ class Pipeline {
     }
     m_staged[i] = std::move(staged).value();
     return ok();
+  }
+
+  wheel::Requested requested(std::size_t i) const {
+    return m_requested ? m_requested(m_actions[i]) : wheel::Requested::no;
+  }
+
+  // `links`: named_link's directory, one per round (a wheel read again gets another link).
+  Result<StagedWheel> stage_item(const StageItem& item, const fs::path& links) {
+    VENVFIX_TRY_ASSIGN(fs::path link, named_link(links, item));
+    return stage_one(m_venv, m_plan, item, link, m_staging, m_options);
+  }
+
+  // Wheel i, streamed or out of the unpacked-wheel cache, could not be staged that way: it is
+  // downloaded into the download cache once the others are staged, and read from there.
+  Status read_archive_later(std::size_t i, const std::string& why) {
+    spdlog::debug("{}: {}; reading it from the download cache", file(i), why);
+    std::lock_guard lock(m_mutex);
+    m_from_archive.push_back(i);
+    return ok();
+  }
+
+  // The wheels read_archive_later() put aside: fetched into the download cache (a cache hit
+  // downloads nothing), then staged from their archives, one after another.
+  Status stage_from_archives(fetch::Downloader& downloader) {
+    if (m_from_archive.empty()) return ok();
+    std::sort(m_from_archive.begin(), m_from_archive.end());
+    std::vector<fetch::DownloadRequest> requests;
+    for (std::size_t i : m_from_archive) {
+      requests.push_back(download_request(action(i), m_options.sources));
+    }
+    VENVFIX_TRY_ASSIGN(std::vector<fetch::DownloadResult> results,
+                       downloader.download_all(requests));
+    const fs::path links = m_links / "from-archive";
+    std::error_code error;
+    fs::create_directory(links, error);
+    if (error) return make_error(ExitCode::error, "{}: {}", links.string(), error.message());
+    for (std::size_t k = 0; k < m_from_archive.size(); ++k) {
+      const std::size_t i = m_from_archive[k];
+      m_results[i] = std::move(results[k]);
+      const StageItem item{m_actions[i], m_results[i].path, file(i), requested(i), {}, nullptr};
+      VENVFIX_TRY_ASSIGN(m_staged[i], stage_item(item, links));
+    }
+    return ok();
+  }
+
+  // Streams a wheel into its unpacking without writing the .whl only where the unpacked-wheel
+  // cache can keep the installed form, which it links from staging: on the same filesystem.
+  static bool streams_wheels(const fs::path& staging, const StageOptions& options) {
+    if (options.while_downloading != WhileDownloading::unpack || !options.unpacked_cache) {
+      return false;
+    }
+    fs::path cache = *options.unpacked_cache;
+    std::error_code error;
+    while (!fs::exists(cache, error) && cache.has_relative_path()) cache = cache.parent_path();
+    struct stat cache_stat {};
+    struct stat staging_stat {};
+    return ::stat(cache.c_str(), &cache_stat) == 0 && ::stat(staging.c_str(), &staging_stat) == 0 &&
+           cache_stat.st_dev == staging_stat.st_dev;
   }
 
   const env::Venv& m_venv;
@@ -351,7 +426,9 @@ class Pipeline {
   Clock::time_point m_downloads_end;
   std::mutex m_mutex;
   std::condition_variable m_ready;
-  std::deque<std::size_t> m_queue;  // wheels in the cache, not yet taken
+  std::deque<std::size_t> m_queue;          // wheels in the cache, not yet taken
+  std::vector<std::size_t> m_from_archive;  // wheels to stage from the download cache at the end
+  bool m_stream = false;                    // downloads go straight to their ArrivingWheel
   bool m_downloads_done = false;
   bool m_failed = false;
 };

@@ -74,6 +74,7 @@ Result<DownloadResult> finish_download(const DownloadCache& cache, const Downloa
                       transfer.bytes(), *request.size);
   }
   std::uint64_t size = transfer.bytes();
+  if (request.stream) return DownloadResult{{}, actual, size, false, true};
   VENVFIX_TRY_ASSIGN(fs::path path, cache.commit(transfer.take_file(), actual));
   if (!request.sha256_hex) {
     if (Status remembered = cache.remember_url(request.url, actual); !remembered) {
@@ -229,9 +230,14 @@ class DownloadBatch {
     std::vector<Transfer*> transfers;
     std::vector<std::string> names;
     for (std::size_t index : m_to_download) {
-      VENVFIX_TRY_ASSIGN(CacheTempFile file, m_cache.create_temp());
-      owned.push_back(std::make_unique<Transfer>(m_requests[index].url, std::move(file)));
-      owned.back()->on_stored(m_requests[index].on_stored);
+      const DownloadRequest& request = m_requests[index];
+      if (request.stream) {
+        owned.push_back(std::make_unique<Transfer>(request.url, *request.stream));
+      } else {
+        VENVFIX_TRY_ASSIGN(CacheTempFile file, m_cache.create_temp());
+        owned.push_back(std::make_unique<Transfer>(request.url, std::move(file)));
+        owned.back()->on_stored(request.on_stored);
+      }
       transfers.push_back(owned.back().get());
       names.push_back(default_name(m_requests[index]));
     }

@@ -32,7 +32,11 @@ std::optional<std::uint64_t> parse_u64(std::string_view text) {
 Transfer::Transfer(std::string url, CacheTempFile file)
     : m_url(std::move(url)), m_file(std::move(file)) {}
 
+Transfer::Transfer(std::string url, BodyStream stream)
+    : m_url(std::move(url)), m_stream(std::move(stream)) {}
+
 Result<std::string> Transfer::finish_hash() {
+  if (m_stream) return to_hex(m_stream_sha.finish());
   if (!m_hasher) return to_hex(sha256(""));
   return m_hasher->finish(m_written);
 }
@@ -50,6 +54,12 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   m_body_started = false;
   CURL* easy = m_easy.get();
   set_common_options(easy, config, share);
+  // Waiting for a connection to learn whether it multiplexes pays only where HTTP/2 can be had,
+  // over TLS: on plain http, curl would queue every download to the host behind the first one
+  // on its single connection instead of opening one per transfer.
+  if (!to_lower_ascii(std::string_view(m_url).substr(0, 8)).starts_with("https://")) {
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 0L);
+  }
   curl_easy_setopt(easy, CURLOPT_URL, m_url.c_str());
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, m_error_buffer);
   curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
@@ -60,9 +70,9 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   if (!accept.empty()) headers = curl_slist_append(headers, ("Accept: " + accept).c_str());
   for (const std::string& line : m_request_headers)
     headers = curl_slist_append(headers, line.c_str());
-  if (m_file) {
+  if (m_file || m_stream) {
     // The hashing thread starts with the first attempt (not for every queued download).
-    if (!m_hasher) m_hasher = std::make_unique<StreamHasher>(m_file->fd());
+    if (m_file && !m_hasher) m_hasher = std::make_unique<StreamHasher>(m_file->fd());
     // Wheels are stored as served: no transfer decoding that could change the hashed bytes.
     curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 512L * 1024L);
     m_resume_from = (m_resumable && m_written > 0) ? m_written : 0;
@@ -85,7 +95,14 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   return easy;
 }
 
+void Transfer::resume_if_room() {
+  if (!m_paused || !m_stream || !m_stream->can_take(m_refused)) return;
+  m_paused = false;
+  curl_easy_pause(m_easy.get(), CURLPAUSE_CONT);  // offers the bytes again: may pause again
+}
+
 void Transfer::end_attempt() {
+  m_paused = false;
   m_easy.reset();
   m_headers.reset();
 }
@@ -97,6 +114,11 @@ Status Transfer::restart() {
   m_validator.clear();
   m_body.clear();
   if (m_hasher) m_hasher->reset();
+  if (m_stream) {
+    m_stream_sha.finish();  // resets it
+    m_stream->restart();
+    return ok();
+  }
   if (!m_file) return ok();
   Status truncated = m_file->truncate();
   if (m_on_stored) m_on_stored(m_file->fd(), 0);
@@ -190,13 +212,24 @@ std::size_t Transfer::on_body(char* data, std::size_t size, std::size_t count, v
     transfer->m_body.append(data, std::min(room, length));
     return length;
   }
+  if (transfer->m_stream) {
+    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), length);
+    if (!transfer->m_stream->write(bytes)) {
+      transfer->m_paused = true;
+      transfer->m_refused = length;
+      return CURL_WRITEFUNC_PAUSE;
+    }
+    transfer->m_stream_sha.update(bytes);
+    transfer->m_written += length;
+    return length;
+  }
   return transfer->store(data, length) ? length : 0;
 }
 
 // Decides, once per response, what its body is: the file's bytes from the start (200), the
 // continuation of the stored bytes (206 at the right offset), or an error page to discard.
 bool Transfer::first_body_bytes() {
-  m_keep_body = m_status == 200 || m_status == 206 || (m_status == 0 && !m_file);
+  m_keep_body = m_status == 200 || m_status == 206 || (m_status == 0 && !m_file && !m_stream);
   if (!m_keep_body) {
     m_body.clear();
     return true;

@@ -16,6 +16,7 @@
 #include "venvfix/base/result.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/fetch/cache.hpp"
+#include "venvfix/fetch/downloader.hpp"
 #include "venvfix/fetch/page_cache.hpp"
 
 namespace venvfix::fetch::detail {
@@ -26,6 +27,8 @@ class Transfer {
  public:
   // A download into `file`, hashed while written.
   Transfer(std::string url, CacheTempFile file);
+  // A download handed to `stream` as it arrives, hashed on the way (no file).
+  Transfer(std::string url, BodyStream stream);
   // A page fetch into memory, up to `max_bytes`.
   Transfer(std::string url, std::uint64_t max_bytes);
   Transfer(Transfer&&) = delete;
@@ -46,6 +49,12 @@ class Transfer {
 
   // A request header for every attempt ("If-None-Match: \"abc\"").
   void add_request_header(std::string line) { m_request_headers.push_back(std::move(line)); }
+
+  // A stream that had no room for the last bytes paused the transfer (CURL_WRITEFUNC_PAUSE):
+  // resume() unpauses it, which offers those bytes again at once (and may pause it again).
+  bool paused() const { return m_paused; }
+  // Unpauses a paused transfer whose stream now has room for the bytes it refused.
+  void resume_if_room();
 
   // Drops stored bytes so that the next attempt starts from the beginning.
   Status restart();
@@ -83,12 +92,16 @@ class Transfer {
   std::string m_url;
   std::vector<std::string> m_request_headers;
   std::optional<CacheTempFile> m_file;
+  std::optional<BodyStream> m_stream;
+  Sha256 m_stream_sha;  // a stream's bytes, hashed on the downloading thread as they pass
   std::uint64_t m_max_bytes = 0;
   // Downloads: hashed on another thread as the file grows. Pages: not hashed.
   std::unique_ptr<StreamHasher> m_hasher;
   std::function<void(int, std::uint64_t)> m_on_stored;
   std::uint64_t m_written = 0;  // body bytes stored (and hashed) so far
-  std::uint64_t m_synced = 0;   // bytes handed to write-back early
+  bool m_paused = false;
+  std::size_t m_refused = 0;   // how many bytes the stream refused when it paused
+  std::uint64_t m_synced = 0;  // bytes handed to write-back early
   std::uint64_t m_resume_from = 0;
   bool m_resumable = false;  // the response that stored bytes accepted ranges
   std::string m_validator;   // ETag or Last-Modified of that response, for If-Range

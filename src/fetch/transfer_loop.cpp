@@ -162,6 +162,13 @@ void TransferLoop::show_progress(const RunState& state) {
   m_progress->tick();
 }
 
+// Offers each paused transfer's bytes to its stream again where they now fit.
+void TransferLoop::resume_paused(RunState& state) {
+  for (std::size_t id : state.active) {
+    state.transfers[id]->resume_if_room();
+  }
+}
+
 // Sleeps until curl has work, the next retry is due, or the progress line needs a redraw.
 void TransferLoop::wait_for_work(const RunState& state) {
   auto timeout = std::chrono::milliseconds(100);
@@ -172,6 +179,10 @@ void TransferLoop::wait_for_work(const RunState& state) {
                          std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
   } else if (!state.waiting.empty()) {
     timeout = std::chrono::milliseconds(20);
+  }
+  // A paused stream makes room as its reader goes on: offer its bytes again soon.
+  for (std::size_t id : state.active) {
+    if (state.transfers[id]->paused()) timeout = std::min(timeout, std::chrono::milliseconds(1));
   }
   curl_multi_poll(m_multi, nullptr, 0, static_cast<int>(timeout.count()), nullptr);
 }
@@ -190,6 +201,7 @@ Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std
     fill_slots(state);
     int running = 0;
     curl_multi_perform(m_multi, &running);
+    resume_paused(state);
     VENVFIX_TRY(collect_finished(state, on_complete));
     show_progress(state);
     if (state.done()) break;

@@ -38,6 +38,7 @@ class TransferLoop {
   Status collect_finished(RunState& state, const OnComplete& on_complete);
   void abandon_all(RunState& state);
   void show_progress(const RunState& state);
+  void resume_paused(RunState& state);
   void wait_for_work(const RunState& state);
   Clock::duration backoff(const Transfer& transfer);
 

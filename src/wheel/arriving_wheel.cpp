@@ -1,5 +1,6 @@
 // ArrivingWheel: one thread per downloading wheel follows the file as it grows (pread from the
-// page cache the download just wrote), walks the local headers in order and unpacks each member
+// page cache the download just wrote) or, streamed, reads the bytes the download hands over
+// through a ring (no file at all), walks the local headers in order and unpacks each member
 // into the private directory. It gives up, never fails: the archive is read afterwards anyway.
 #include "venvfix/wheel/arriving_wheel.hpp"
 
@@ -36,6 +37,9 @@ constexpr std::uint16_t k_stored = 0;
 constexpr std::uint16_t k_deflated = 8;
 // Compressed bytes are read back in pieces of this size (at most: less when less has arrived).
 constexpr std::size_t k_read_piece = 1u << 20;
+// A stream's bytes are read out of the ring in pieces of at most this size, each given back as
+// soon as it is used, so that a paused download finds room again soon.
+constexpr std::size_t k_stream_piece = 256u << 10;
 // The downloading thread wakes the unpacker only every this many bytes (and at the end).
 constexpr std::uint64_t k_wake_step = 512u << 10;
 // Written bytes are handed to writeback in steps of this size.
@@ -94,6 +98,13 @@ struct ArrivingWheel::State {
   }
 
   bool read_exact(std::uint64_t offset, std::span<std::byte> out) {
+    if (streaming) {
+      return follow(offset, out.size(), [&](std::span<const std::byte> piece) {
+        std::copy(piece.begin(), piece.end(), out.begin());
+        out = out.subspan(piece.size());
+        return true;
+      });
+    }
     while (!out.empty()) {
       if (!wait_beyond(offset + out.size() - 1)) return false;
       const ssize_t n = ::pread(source.get(), out.data(), out.size(), static_cast<off_t>(offset));
@@ -109,6 +120,16 @@ struct ArrivingWheel::State {
   template <typename PieceFn>
   bool follow(std::uint64_t offset, std::uint64_t length, PieceFn&& piece_done) {
     const std::uint64_t end = offset + length;
+    while (streaming && offset < end) {
+      bool used = true;
+      if (!pull(offset, end - offset, [&](std::span<const std::byte> piece) {
+            used = piece_done(piece);
+            offset += piece.size();
+          })) {
+        return false;
+      }
+      if (!used) return false;
+    }
     while (offset < end) {
       const std::optional<std::uint64_t> now = wait_beyond(offset);
       if (!now) return false;
@@ -123,6 +144,48 @@ struct ArrivingWheel::State {
       offset += static_cast<std::uint64_t>(n);
     }
     return true;
+  }
+
+  // Stream mode: hands the next bytes there are at `offset` (where the last read ended; at most
+  // `max`, a span inside the ring) to `use`, writing them into the skeleton unless they are the
+  // data of a member it leaves out; false when no more will come or the skeleton cannot be
+  // written. The ring's bytes stay put until the reader has used them.
+  template <typename Use>
+  bool pull(std::uint64_t offset, std::uint64_t max, Use&& use) {
+    const std::optional<std::uint64_t> now = wait_beyond(offset);
+    if (!now || offset != ring_read) return false;
+    const std::size_t at = static_cast<std::size_t>(offset % ring.size());
+    const std::size_t n = static_cast<std::size_t>(
+        std::min<std::uint64_t>({max, k_stream_piece, *now - offset, ring.size() - at}));
+    const std::span<const std::byte> piece(ring.data() + at, n);
+    if (skeleton_data && !write_skeleton(piece, offset)) return false;
+    use(piece);
+    std::lock_guard lock(mutex);
+    ring_read += n;
+    return true;
+  }
+
+  bool write_skeleton(std::span<const std::byte> piece, std::uint64_t offset) {
+    while (!piece.empty()) {
+      const ssize_t n =
+          ::pwrite(skeleton_fd.get(), piece.data(), piece.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      piece = piece.subspan(static_cast<std::size_t>(n));
+      offset += static_cast<std::uint64_t>(n);
+    }
+    return true;
+  }
+
+  // Stream mode, after the last member: the central directory and the end records into the
+  // skeleton, up to the download's last byte.
+  bool read_tail(std::uint64_t offset) {
+    skeleton_data = true;
+    while (pull(offset, k_read_piece,
+                [&](std::span<const std::byte> piece) { offset += piece.size(); })) {
+    }
+    std::lock_guard lock(mutex);
+    return total && offset == *total && !given_up;
   }
 
   using Sink = detail::StreamInflater::Sink;
@@ -147,9 +210,11 @@ struct ArrivingWheel::State {
   }
 
   // Unpacks the member whose local header is at `offset`; returns the next header's offset.
-  std::optional<std::uint64_t> unpack_member(std::uint64_t offset, std::size_t sequence) {
-    std::array<std::byte, k_local_size> raw{};
-    if (!read_exact(offset, raw)) return std::nullopt;
+  // `raw` holds the header's signature: the rest is read after it, so that a stream is read
+  // strictly forward.
+  std::optional<std::uint64_t> unpack_member(std::uint64_t offset, std::size_t sequence,
+                                             std::array<std::byte, k_local_size>& raw) {
+    if (!read_exact(offset + 4, std::span<std::byte>(raw).subspan(4))) return std::nullopt;
     LocalHeader header = parse_local(raw);
     // Encrypted, or sizes only in a data descriptor after the bytes: the archive is read instead.
     if ((header.flags & 0x0009) != 0) return std::nullopt;
@@ -190,8 +255,11 @@ struct ArrivingWheel::State {
     const Sink sink = [&](std::span<const std::byte> bytes) {
       return pipe ? pipe->push(bytes) : out.consume(bytes);
     };
+    // The skeleton keeps what read_wheel reads: the metadata in *.dist-info, not the rest.
+    skeleton_data = in_dist_info(member.name);
     bool read = header.method == k_stored ? copy_stored(member.data_offset, header, sink)
                                           : inflate(member.data_offset, header, sink);
+    skeleton_data = true;
     if (pipe) read = read && bool(pipe->finish());  // `out` is this thread's again
     if (!read || out.sink.written() != header.size || out.sink.crc() != header.crc32) {
       return std::nullopt;
@@ -215,17 +283,41 @@ struct ArrivingWheel::State {
     buffer.resize(k_read_piece);
     std::error_code error;
     if (!fs::create_directory(dir, error)) return false;
+    if (streaming && !open_skeleton()) return false;
     std::uint64_t offset = 0;
     for (std::size_t sequence = 0;; ++sequence) {
-      std::array<std::byte, 4> signature{};
-      if (!read_exact(offset, signature)) return false;
-      const std::uint32_t sig = ByteReader(signature).u32(0);
-      if (sig == k_central_sig || sig == k_eocd_sig) return true;
+      std::array<std::byte, k_local_size> raw{};
+      if (!read_exact(offset, std::span<std::byte>(raw).first(4))) return false;
+      const std::uint32_t sig = ByteReader(raw).u32(0);
+      if (sig == k_central_sig || sig == k_eocd_sig) return !streaming || read_tail(offset + 4);
       if (sig != k_local_sig) return false;
-      const std::optional<std::uint64_t> next = unpack_member(offset, sequence);
+      const std::optional<std::uint64_t> next = unpack_member(offset, sequence, raw);
       if (!next) return false;
       offset = *next;
     }
+  }
+
+  bool open_skeleton() {
+    skeleton_path = dir / "wheel.whl";
+    skeleton_fd = Fd(::open(skeleton_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    return skeleton_fd.valid();
+  }
+
+  static bool in_dist_info(std::string_view name) {
+    const std::size_t slash = name.find('/');
+    return slash != std::string_view::npos && name.substr(0, slash).ends_with(".dist-info");
+  }
+
+  // Starts the unpacking thread (the caller holds `mutex`). std::thread reports a refused
+  // thread only by throwing: the archive is then read as before.
+  bool start() {
+    try {
+      thread = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+      return false;
+    }
+    started = true;
+    return true;
   }
 
   void run() {
@@ -238,7 +330,12 @@ struct ArrivingWheel::State {
       spdlog::debug("{}: not unpacked while downloading; the archive is read instead",
                     dir.string());
     }
-    if (!complete) given_up = true;
+    if (!complete) {
+      given_up = true;  // from now on a writer's bytes are dropped
+      skeleton_path.clear();
+    }
+    skeleton_fd = Fd();
+    std::vector<std::byte>().swap(ring);  // a writer no longer touches it: given up or total set
     done = true;
     ended.notify_all();
   }
@@ -253,6 +350,15 @@ struct ArrivingWheel::State {
   std::unique_ptr<detail::StreamInflater> inflater;
   std::vector<std::byte> buffer;
   std::vector<ArrivedMember> members;  // the thread's until `done`
+
+  // Stream mode (write()): the bytes come through `ring` (bytes [ring_read, available) of the
+  // wheel wait there), and what read_wheel needs is kept in the skeleton.
+  bool streaming = false;
+  std::vector<std::byte> ring;
+  std::uint64_t ring_read = 0;
+  fs::path skeleton_path;  // the thread's until `done`; empty when given up
+  Fd skeleton_fd;
+  bool skeleton_data = true;  // the bytes read now go into the skeleton
 
   std::mutex mutex;
   std::condition_variable arrived;  // more bytes, the end, or stop
@@ -293,24 +399,64 @@ void ArrivingWheel::stored(int fd, std::uint64_t stored) {
   s.available = stored;
   if (!s.started && stored > 0) {  // a retry before the first byte reports 0: nothing to follow
     s.source = Fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-    if (!s.source.valid()) {
-      s.given_up = true;
-      return;
-    }
-    // std::thread reports a refused thread only by throwing: the archive is then read as before.
-    try {
-      s.thread = std::thread([&s] { s.run(); });
-    } catch (const std::system_error&) {
+    if (!s.source.valid() || !s.start()) {
       s.source = Fd();
       s.given_up = true;
       return;
     }
-    s.started = true;
   }
   if (stored - s.woken_at >= k_wake_step) {
     s.woken_at = stored;
     s.arrived.notify_all();
   }
+}
+
+bool ArrivingWheel::write(std::span<const std::byte> bytes) {
+  State& s = *m_state;
+  std::lock_guard lock(s.mutex);
+  if (s.given_up || s.stopping || s.total || bytes.empty()) return true;
+  if (!s.started) {
+    s.streaming = true;
+    s.ring.resize(k_ring_bytes);
+    if (!s.start()) {
+      s.given_up = true;
+      return true;
+    }
+  }
+  if (bytes.size() > s.ring.size()) {  // would never fit: the archive is read instead
+    s.given_up = true;
+    s.arrived.notify_all();
+    return true;
+  }
+  const std::size_t free = s.ring.size() - static_cast<std::size_t>(s.available - s.ring_read);
+  if (bytes.size() > free) return false;
+  while (!bytes.empty()) {  // at most two copies: up to the ring's end, then from its start
+    const std::size_t at = static_cast<std::size_t>(s.available % s.ring.size());
+    const std::size_t n = std::min(bytes.size(), s.ring.size() - at);
+    std::copy_n(bytes.begin(), n, s.ring.begin() + static_cast<std::ptrdiff_t>(at));
+    s.available += n;
+    bytes = bytes.subspan(n);
+  }
+  s.arrived.notify_all();
+  return true;
+}
+
+bool ArrivingWheel::can_take(std::size_t size) const {
+  State& s = *m_state;
+  std::lock_guard lock(s.mutex);
+  if (s.given_up || s.stopping || s.total || !s.started) return true;
+  return size <= s.ring.size() - static_cast<std::size_t>(s.available - s.ring_read);
+}
+
+void ArrivingWheel::restart() {
+  State& s = *m_state;
+  std::lock_guard lock(s.mutex);
+  s.given_up = true;
+  s.arrived.notify_all();
+}
+
+const fs::path& ArrivingWheel::skeleton() const {
+  return m_state->skeleton_path;
 }
 
 const std::vector<ArrivedMember>& ArrivingWheel::finish(std::uint64_t total) {
@@ -326,7 +472,10 @@ const std::vector<ArrivedMember>& ArrivingWheel::finish(std::uint64_t total) {
     s.arrived.notify_all();
   }
   s.ended.wait(lock, [&] { return s.done; });
-  if (s.given_up) s.members.clear();
+  if (s.given_up) {
+    s.members.clear();
+    s.skeleton_path.clear();
+  }
   return s.members;
 }
 

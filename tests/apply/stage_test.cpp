@@ -5,9 +5,11 @@
 
 #include <map>
 
+#include "fetch/test_server.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/stage.hpp"
 #include "venvfix/env/venv.hpp"
+#include "wheel/wheel_test_support.hpp"
 
 namespace venvfix::apply {
 namespace {
@@ -303,6 +305,78 @@ TEST_F(Stage, UnpackingWhileDownloadingStagesWhatWaitingStages) {
       EXPECT_EQ(arrived.files[f].mode, waited.files[f].mode) << arrived.files[f].path;
       EXPECT_EQ(arrived.files[f].sha256, waited.files[f].sha256) << arrived.files[f].path;
     }
+  }
+}
+
+TEST_F(Stage, WithTheUnpackedCacheAWheelIsStreamedAndNoArchiveIsKept) {
+  auto server = venvfix::testing::IndexServer::start(venvfix::testing::test_world().index_dir);
+  const std::string files = "http://127.0.0.1:" + std::to_string(server.port()) + "/files";
+  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
+  ASSERT_TRUE(venv);
+  StageOptions options;
+  options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
+  fs::create_directories(m_dir->path() / "staging");
+  fetch::Downloader downloader(m_config);
+  auto staged = fetch_and_stage(*venv, cudnn_and_cublas(files), downloader,
+                                m_dir->path() / "staging", {}, options);
+  ASSERT_TRUE(staged) << staged.error().message;
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(staged->fetched[i].streamed);
+    EXPECT_TRUE(staged->fetched[i].path.empty());
+    EXPECT_GT(staged->staged[i].install.adopted, 0u);
+  }
+  // No .whl in the download cache; the unpacked cache has both wheels, each entry with its
+  // skeleton (the metadata, headers and central directory: far less than the wheel on disk).
+  EXPECT_EQ(venvfix::testing::count_files(m_dir->path() / "cache" / "wheels"), 0u);
+  for (const char* file : {k_cudnn, k_cublas}) {
+    const fs::path wheel = venvfix::testing::test_world().wheels_dir / file;
+    const fs::path entry = *options.unpacked_cache / to_hex(*sha256_file(wheel));
+    struct stat skeleton {};
+    ASSERT_EQ(::stat((entry / "wheel.whl").c_str(), &skeleton), 0) << entry;
+    EXPECT_EQ(static_cast<std::uint64_t>(skeleton.st_size), fs::file_size(wheel));
+    EXPECT_TRUE(fs::exists(entry / "index")) << entry;
+  }
+  EXPECT_FALSE(fs::exists(m_dir->path() / "staging.arriving"));
+}
+
+TEST_F(Stage, AStreamedWheelThatCannotBeAdoptedIsReadFromItsArchive) {
+  // RECORD's hash differs from the member's bytes: the arrived member is not adopted, the
+  // skeleton cannot stand in for the wheel, and the wheel is downloaded again into the cache and
+  // refused as the archive refuses it (the same words as without streaming).
+  const fs::path www = m_dir->path() / "www";
+  const fs::path hostile =
+      wheel::testing::test_wheels() / "wrong-hash" / "demo_pkg-1.0-py3-none-any.whl";
+  fs::create_directories(www / "files");
+  fs::create_directories(www / "simple");
+  fs::copy_file(hostile, www / "files" / hostile.filename());
+  auto server = venvfix::testing::IndexServer::start(www);
+  MadeWheel made{hostile, to_hex(*sha256_file(hostile)), fs::file_size(hostile)};
+  plan::Plan plan;
+  plan.actions.push_back(install_action("demo-pkg", "1.0", made,
+                                        "http://127.0.0.1:" + std::to_string(server.port()) +
+                                            "/files/" + hostile.filename().string()));
+  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
+  ASSERT_TRUE(venv);
+  std::map<WhileDownloading, std::string> refusals;
+  for (WhileDownloading mode : {WhileDownloading::unpack, WhileDownloading::wait}) {
+    const std::string name = mode == WhileDownloading::unpack ? "unpack" : "wait";
+    fetch::FetchConfig config = m_config;
+    config.cache_dir = m_dir->path() / ("cache-" + name);
+    StageOptions options;
+    options.while_downloading = mode;
+    options.unpacked_cache = config.cache_dir / "unpacked";
+    const fs::path staging = m_dir->path() / ("staging-" + name);
+    fs::create_directories(staging);
+    fetch::Downloader downloader(config);
+    auto staged = fetch_and_stage(*venv, plan, downloader, staging, {}, options);
+    ASSERT_FALSE(staged) << name;
+    refusals[mode] = staged.error().message;
+    EXPECT_TRUE(fs::is_empty(staging)) << name;
+    // The archive the refusal was read from is in the download cache.
+    EXPECT_EQ(venvfix::testing::count_files(config.cache_dir / "wheels"), 1u) << name;
+  }
+  for (const auto& [mode, refusal] : refusals) {
+    EXPECT_THAT(refusal, HasSubstr("member demo_pkg/big.py does not match its sha256 in RECORD"));
   }
 }
 

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -138,7 +140,7 @@ TEST_F(FetchDownloader, DownloadsInParallelAndSecondRunUsesTheCache) {
     // Half with the index's hash, half without (the computed digest names the blob).
     fs::path file = root / "many" / (std::to_string(i) + ".whl");
     DownloadRequest request{
-        plain().url("/many/" + std::to_string(i) + ".whl"), std::nullopt, std::nullopt, "", {}};
+        plain().url("/many/" + std::to_string(i) + ".whl"), std::nullopt, std::nullopt, "", {}, {}};
     if (i % 2 == 0) request.sha256_hex = to_hex(*sha256_file(file));
     requests.push_back(request);
   }
@@ -162,7 +164,8 @@ TEST_F(FetchDownloader, DownloadsInParallelAndSecondRunUsesTheCache) {
 
 TEST_F(FetchDownloader, RetriesServerErrors) {
   std::string path = "/fault/500/2/files/small.bin";
-  std::vector<DownloadRequest> requests = {{faults().url(path), small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {
+      {faults().url(path), small_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(logged_requests(path).size(), 3u);
@@ -171,7 +174,7 @@ TEST_F(FetchDownloader, RetriesServerErrors) {
 
 TEST_F(FetchDownloader, GivesUpAfterTheLastRetry) {
   std::string url = faults().url("/fault/500/99/files/small.bin");
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   expect_network_error(result, url, "HTTP 500");
   EXPECT_NE(result.error().message.find("4 attempts"), std::string::npos) << result.error().message;
@@ -180,7 +183,7 @@ TEST_F(FetchDownloader, GivesUpAfterTheLastRetry) {
 
 TEST_F(FetchDownloader, HonoursRetryAfter) {
   std::vector<DownloadRequest> requests = {
-      {faults().url("/fault/429/1/files/small.bin"), small_hash, std::nullopt, "", {}}};
+      {faults().url("/fault/429/1/files/small.bin"), small_hash, std::nullopt, "", {}, {}}};
   auto start = std::chrono::steady_clock::now();
   auto result = Downloader(config()).download_all(requests);
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -192,7 +195,7 @@ TEST_F(FetchDownloader, HonoursRetryAfter) {
 TEST_F(FetchDownloader, ResumesWithRangeAfterAConnectionReset) {
   std::string path = "/fault/reset/1/files/big.bin";
   std::vector<DownloadRequest> requests = {
-      {faults().url(path), big_hash, 3u * 1024 * 1024, "", {}}};
+      {faults().url(path), big_hash, 3u * 1024 * 1024, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ((*result)[0].sha256_hex, big_hash);
@@ -208,7 +211,8 @@ TEST_F(FetchDownloader, ResumesWithRangeAfterAConnectionReset) {
 
 TEST_F(FetchDownloader, StartsOverWhenTheServerIgnoresRange) {
   std::string path = "/fault/shortnorange/1/files/big.bin";
-  std::vector<DownloadRequest> requests = {{faults().url(path), big_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {
+      {faults().url(path), big_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;  // the hash of the restarted stream is right
   EXPECT_EQ((*result)[0].size, 3u * 1024 * 1024);
@@ -220,7 +224,7 @@ TEST_F(FetchDownloader, StartsOverWhenTheServerIgnoresRange) {
 
 TEST_F(FetchDownloader, ShortBodyFailsAndLeavesNothing) {
   std::string url = faults().url("/fault/short/99/files/big.bin");
-  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}, {}}};
   FetchConfig c = config();
   c.max_retries = 1;
   auto result = Downloader(c).download_all(requests);
@@ -230,7 +234,7 @@ TEST_F(FetchDownloader, ShortBodyFailsAndLeavesNothing) {
 
 TEST_F(FetchDownloader, StalledServerHitsTheLowSpeedTimeout) {
   std::string url = faults().url("/fault/stall/99/files/big.bin");
-  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}, {}}};
   FetchConfig c = config();
   c.timeout_seconds = 1;
   c.max_retries = 0;
@@ -245,7 +249,7 @@ TEST_F(FetchDownloader, StalledServerHitsTheLowSpeedTimeout) {
 TEST_F(FetchDownloader, FollowsARedirectToAnotherPort) {
   std::string target = "/files/small.bin?redirected";
   std::string url = faults().url("/redirect/" + std::to_string(plain().port()) + target);
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   ASSERT_TRUE(result) << result.error().message;
   std::vector<std::string> lines = logged_requests(target);
@@ -254,7 +258,7 @@ TEST_F(FetchDownloader, FollowsARedirectToAnotherPort) {
 
 TEST_F(FetchDownloader, BasicAuthWorksWithNetrcAndFailsClearlyWithout) {
   std::string url = world->auth->url("/files/small.bin");
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}, {}}};
   FetchConfig c = config();
   auto refused = Downloader(c).download_all(requests);
   expect_network_error(refused, url, "HTTP 401");
@@ -270,11 +274,11 @@ TEST_F(FetchDownloader, BasicAuthWorksWithNetrcAndFailsClearlyWithout) {
 TEST_F(FetchDownloader, CredentialsInTheUrlWorkAndNeverAppearInMessages) {
   std::string base = "http://alice:s3cret-pw@127.0.0.1:" + std::to_string(world->auth->port());
   std::vector<DownloadRequest> good = {
-      {base + "/files/small.bin", small_hash, std::nullopt, "", {}}};
+      {base + "/files/small.bin", small_hash, std::nullopt, "", {}, {}}};
   auto accepted = Downloader(config()).download_all(good);
   ASSERT_TRUE(accepted) << accepted.error().message;
   std::vector<DownloadRequest> missing = {
-      {base + "/files/missing.bin", std::nullopt, std::nullopt, "", {}}};
+      {base + "/files/missing.bin", std::nullopt, std::nullopt, "", {}, {}}};
   auto refused = Downloader(config()).download_all(missing);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().message.find("s3cret"), std::string::npos) << refused.error().message;
@@ -284,7 +288,7 @@ TEST_F(FetchDownloader, CredentialsInTheUrlWorkAndNeverAppearInMessages) {
 
 TEST_F(FetchDownloader, WrongBytesForTheListedHashAreRejected) {
   std::string url = faults().url("/fault/corrupt/99/files/small.bin");
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   expect_network_error(result, url, small_hash);  // the expected digest
   EXPECT_NE(result.error().message.find("discarded"), std::string::npos);
@@ -294,8 +298,8 @@ TEST_F(FetchDownloader, WrongBytesForTheListedHashAreRejected) {
 TEST_F(FetchDownloader, NotFoundIsAnError) {
   std::string url = plain().url("/files/nope.whl");
   std::vector<DownloadRequest> requests = {
-      {url, small_hash, std::nullopt, "", {}},
-      {plain().url("/files/big.bin?not-found-test"), big_hash, std::nullopt, "", {}}};
+      {url, small_hash, std::nullopt, "", {}, {}},
+      {plain().url("/files/big.bin?not-found-test"), big_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(requests);
   expect_network_error(result, url, "HTTP 404");
   EXPECT_EQ(count_files(cache / "tmp"), 0u);
@@ -303,7 +307,7 @@ TEST_F(FetchDownloader, NotFoundIsAnError) {
 
 TEST_F(FetchDownloader, HttpsNeedsTheTestCa) {
   std::string url = "https://127.0.0.1:" + std::to_string(world->tls->port()) + "/files/small.bin";
-  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> requests = {{url, small_hash, std::nullopt, "", {}, {}}};
   auto refused = Downloader(config()).download_all(requests);
   expect_network_error(refused, url, "certificate");
   expect_cache_clean(0);
@@ -317,8 +321,8 @@ TEST_F(FetchDownloader, HttpsNeedsTheTestCa) {
 
 TEST_F(FetchDownloader, OfflineUsesOnlyTheCacheAndNamesWhatIsMissing) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin", {}},
-      {plain().url("/files/big.bin"), std::nullopt, std::nullopt, "big.bin", {}}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin", {}, {}},
+      {plain().url("/files/big.bin"), std::nullopt, std::nullopt, "big.bin", {}, {}}};
   FetchConfig offline = config();
   offline.offline = true;
   auto missing = Downloader(offline).download_all(requests);
@@ -338,7 +342,7 @@ TEST_F(FetchDownloader, OfflineUsesOnlyTheCacheAndNamesWhatIsMissing) {
 // under a reachable prefix is downloaded, any other is refused as before.
 TEST_F(FetchDownloader, OfflineReachesOnlyTheNamedWheelhouse) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin", {}}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "small.bin", {}, {}}};
   FetchConfig offline = config();
   offline.offline = true;
   offline.reachable_offline = {plain().url("/many/")};
@@ -371,7 +375,7 @@ TEST(FetchOffline, APrefixCoversAUrlWhateverItsCredentials) {
 
 TEST_F(FetchDownloader, DamagedCacheEntryIsDownloadedAgain) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}, {}}};
   auto first = Downloader(config()).download_all(requests);
   ASSERT_TRUE(first);
   fs::path blob = (*first)[0].path;
@@ -385,11 +389,11 @@ TEST_F(FetchDownloader, DamagedCacheEntryIsDownloadedAgain) {
 
 TEST_F(FetchDownloader, FileUrlsAreCopiedIntoTheCacheAndChecked) {
   std::string url = "file://" + (root / "files/small.bin").string();
-  std::vector<DownloadRequest> good = {{url, small_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> good = {{url, small_hash, std::nullopt, "", {}, {}}};
   auto result = Downloader(config()).download_all(good);
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_TRUE((*result)[0].path.string().starts_with(cache.string()));
-  std::vector<DownloadRequest> bad = {{url, big_hash, std::nullopt, "", {}}};
+  std::vector<DownloadRequest> bad = {{url, big_hash, std::nullopt, "", {}, {}}};
   auto rejected = Downloader(config()).download_all(bad);
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ExitCode::network);
@@ -398,8 +402,8 @@ TEST_F(FetchDownloader, FileUrlsAreCopiedIntoTheCacheAndChecked) {
 
 TEST_F(FetchDownloader, ConcurrentProcessesShareTheCache) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}},
-      {plain().url("/files/big.bin"), big_hash, std::nullopt, "", {}}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}, {}},
+      {plain().url("/files/big.bin"), big_hash, std::nullopt, "", {}, {}}};
   std::vector<pid_t> children;
   for (int i = 0; i < 4; ++i) {
     pid_t pid = ::fork();
@@ -421,7 +425,7 @@ TEST_F(FetchDownloader, ConcurrentProcessesShareTheCache) {
 
 TEST_F(FetchDownloader, PrintsAOneLineSummary) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}, {}}};
   FetchConfig c = config();
   c.progress = ProgressMode::automatic;
   ::testing::internal::CaptureStderr();
@@ -468,6 +472,7 @@ TEST_F(FetchDownloader, DownloadEachReportsEveryRequestOnceAsItCompletes) {
                         to_hex(*sha256_file(file)),
                         std::nullopt,
                         "",
+                        {},
                         {}});
   }
   // Request 6 repeats request 2; request 0 is already in the cache.
@@ -501,9 +506,9 @@ TEST_F(FetchDownloader, DownloadEachReportsFastFilesBeforeASlowOneFinishes) {
   // The first request is answered 429 with Retry-After: 1; the others come at once and are
   // reported while it waits.
   std::vector<DownloadRequest> requests = {
-      {faults().url("/fault/429/1/many/7.whl"), std::nullopt, std::nullopt, "", {}},
-      {plain().url("/many/5.whl"), std::nullopt, std::nullopt, "", {}},
-      {plain().url("/many/6.whl"), std::nullopt, std::nullopt, "", {}}};
+      {faults().url("/fault/429/1/many/7.whl"), std::nullopt, std::nullopt, "", {}, {}},
+      {plain().url("/many/5.whl"), std::nullopt, std::nullopt, "", {}, {}},
+      {plain().url("/many/6.whl"), std::nullopt, std::nullopt, "", {}, {}}};
   auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::size_t, double>> reports;
   auto result = Downloader(config()).download_each(
@@ -522,8 +527,8 @@ TEST_F(FetchDownloader, DownloadEachReportsFastFilesBeforeASlowOneFinishes) {
 
 TEST_F(FetchDownloader, DownloadEachStopsAtTheCallersError) {
   std::vector<DownloadRequest> requests = {
-      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}},
-      {faults().url("/fault/stall/99/files/big.bin?each"), big_hash, std::nullopt, "", {}}};
+      {plain().url("/files/small.bin"), small_hash, std::nullopt, "", {}, {}},
+      {faults().url("/fault/stall/99/files/big.bin?each"), big_hash, std::nullopt, "", {}, {}}};
   auto start = std::chrono::steady_clock::now();
   auto result = Downloader(config()).download_each(
       requests, [&](std::size_t i, const DownloadResult&) -> Status {
@@ -535,6 +540,122 @@ TEST_F(FetchDownloader, DownloadEachStopsAtTheCallersError) {
   EXPECT_EQ(result.error().message, "staging request 0 failed");
   EXPECT_LT(elapsed, 4.0);  // the stalled transfer was abandoned, not waited for
   expect_cache_clean(1);    // the finished blob stays; no temporary file does
+}
+
+// What a BodyStream was given: the bytes, how often it refused them (a paused transfer), how
+// often the download started over.
+struct Collected {
+  std::string bytes;
+  std::size_t refusals = 0;
+  std::size_t restarts = 0;
+};
+
+// A stream that refuses every third offer once (the transfer pauses, the others go on, and the
+// same bytes come again when can_take says they fit).
+BodyStream collecting(Collected& into) {
+  auto offers = std::make_shared<std::size_t>(0);
+  return BodyStream{[&into, offers](std::span<const std::byte> bytes) {
+                      if (++*offers % 3 == 0) {
+                        ++into.refusals;
+                        return false;
+                      }
+                      into.bytes.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+                      return true;
+                    },
+                    [](std::size_t) { return true; },
+                    [&into] {
+                      into.bytes.clear();
+                      ++into.restarts;
+                    }};
+}
+
+TEST_F(FetchDownloader, AStreamedDownloadIsCheckedButWritesNoFile) {
+  Collected got;
+  std::vector<DownloadRequest> requests = {
+      {plain().url("/files/big.bin"), big_hash, std::nullopt, "", {}, collecting(got)}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_TRUE((*result)[0].streamed);
+  EXPECT_TRUE((*result)[0].path.empty());
+  EXPECT_EQ((*result)[0].sha256_hex, big_hash);
+  EXPECT_EQ(got.bytes, testing::read_text(root / "files/big.bin"));
+  EXPECT_GT(got.refusals, 0u);  // paused and resumed
+  expect_cache_clean(0);
+
+  // A wrong hash is the same error as for a file, and nothing is cached either.
+  Collected wrong;
+  requests = {{plain().url("/files/big.bin"), small_hash, std::nullopt, "", {}, collecting(wrong)}};
+  auto refused = Downloader(config()).download_all(requests);
+  expect_network_error(refused, "big.bin", "was expected");
+  expect_cache_clean(0);
+}
+
+TEST_F(FetchDownloader, AStreamedDownloadResumesOrStartsOverAsTheServerAllows) {
+  Collected resumed;
+  std::vector<DownloadRequest> requests = {{faults().url("/fault/reset/1/files/big.bin?stream"),
+                                            big_hash,
+                                            std::nullopt,
+                                            "",
+                                            {},
+                                            collecting(resumed)}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(resumed.bytes, testing::read_text(root / "files/big.bin"));
+  EXPECT_EQ(resumed.restarts, 0u);  // the rest came with Range
+
+  Collected restarted;
+  requests = {{faults().url("/fault/shortnorange/1/files/big.bin?stream"),
+               big_hash,
+               std::nullopt,
+               "",
+               {},
+               collecting(restarted)}};
+  result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(restarted.bytes, testing::read_text(root / "files/big.bin"));
+  EXPECT_EQ(restarted.restarts, 1u);
+  expect_cache_clean(0);
+}
+
+// Two downloads from one host, the first held (its stream takes nothing) until the second's
+// body is complete: they both end only if the second does not wait behind the first on one
+// connection. A deadline lets the first go in the end, so that a failure is an assertion.
+void expect_downloads_overlap(const FetchConfig& config, const std::string& base,
+                              const std::string& big_hash, const std::string& small_hash,
+                              std::uint64_t small_size) {
+  SCOPED_TRACE(base);
+  std::atomic<std::uint64_t> second_got{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  bool second_first = false;
+  auto first_may_go = [&] {
+    if (second_got.load() == small_size) {
+      second_first = true;
+      return true;
+    }
+    return std::chrono::steady_clock::now() >= deadline;
+  };
+  BodyStream held{[&](std::span<const std::byte>) { return first_may_go(); },
+                  [&](std::size_t) { return first_may_go(); }, [] {}};
+  BodyStream counted{[&](std::span<const std::byte> bytes) {
+                       second_got += bytes.size();
+                       return true;
+                     },
+                     [](std::size_t) { return true; }, [&] { second_got = 0; }};
+  std::vector<DownloadRequest> requests = {
+      {base + "/files/big.bin", big_hash, std::nullopt, "", {}, held},
+      {base + "/files/small.bin", small_hash, std::nullopt, "", {}, counted}};
+  auto result = Downloader(config).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_TRUE(second_first) << "the second download waited for the first";
+}
+
+TEST_F(FetchDownloader, DownloadsFromOneHostRunAtOnceOverHttpAndHttps) {
+  const std::uint64_t small_size = fs::file_size(root / "files/small.bin");
+  expect_downloads_overlap(config(), plain().url(""), big_hash, small_hash, small_size);
+  FetchConfig tls = config();
+  tls.ca_cert = world->cert;
+  expect_downloads_overlap(tls, "https://127.0.0.1:" + std::to_string(world->tls->port()), big_hash,
+                           small_hash, small_size);
 }
 
 }  // namespace

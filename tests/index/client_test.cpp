@@ -110,7 +110,7 @@ TEST_F(IndexClientTest, PrefersJsonAndResolvesLinksAgainstThePage) {
   EXPECT_EQ(file.sha256_hex, world->wheel_hash);
 
   // The file then downloads with its hash checked.
-  fetch::DownloadRequest request{file.url, file.sha256_hex, file.size, file.filename, {}};
+  fetch::DownloadRequest request{file.url, file.sha256_hex, file.size, file.filename, {}, {}};
   auto downloaded = client.downloader().download_all(std::span(&request, 1));
   ASSERT_TRUE(downloaded) << downloaded.error().message;
   EXPECT_EQ((*downloaded)[0].sha256_hex, world->wheel_hash);
@@ -185,7 +185,7 @@ TEST_F(IndexClientTest, FileIndexAndFindLinksDirectory) {
   EXPECT_EQ(page->files[0].url,
             "file://" + (world->root / "files/demo-1.0-py3-none-any.whl").string());
   fetch::DownloadRequest request{
-      page->files[0].url, page->files[0].sha256_hex, std::nullopt, "", {}};
+      page->files[0].url, page->files[0].sha256_hex, std::nullopt, "", {}, {}};
   ASSERT_TRUE(client.downloader().download_all(std::span(&request, 1)));
 }
 
@@ -239,7 +239,7 @@ TEST_F(IndexClientTest, IndexCredentialsReachFilesButNoMessage) {
   ASSERT_TRUE(page) << page.error().message;
   // An absolute-path link on the same host gets the index's credentials for the download.
   fetch::DownloadRequest request{
-      page->files[0].url, page->files[0].sha256_hex, std::nullopt, "", {}};
+      page->files[0].url, page->files[0].sha256_hex, std::nullopt, "", {}, {}};
   auto downloaded = client.downloader().download_all(std::span(&request, 1));
   ASSERT_TRUE(downloaded) << downloaded.error().message;
   auto missing = client.project("absent");

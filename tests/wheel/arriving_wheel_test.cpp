@@ -2,7 +2,9 @@
 // uneven pieces on another thread, as a download writes them, and install_wheel adopts the
 // members only where they agree with the central directory and RECORD. Whatever arrives, the
 // install's outcome is the archive's: the same tree and RECORD, or the same refusal with
-// nothing left behind.
+// nothing left behind. Each test runs twice: fed from the file, and fed the bytes themselves
+// (a streamed download: no file; install_wheel then reads the skeleton the arrival kept, and
+// where that cannot stage the wheel apply reads the archive, so a refusal need only be one).
 #include "venvfix/wheel/arriving_wheel.hpp"
 
 #include <fcntl.h>
@@ -27,7 +29,9 @@ struct Arrival {
   bool restart_midway = false;            // the stored bytes dropped once, then sent again
 };
 
-class ArrivingWheelTest : public testing::StagingTest {
+enum class Feed { file, stream };
+
+class ArrivingWheelTest : public testing::StagingTest, public ::testing::WithParamInterface<Feed> {
  protected:
   void SetUp() override {
     StagingTest::SetUp();
@@ -36,8 +40,11 @@ class ArrivingWheelTest : public testing::StagingTest {
     m_arrivals.emplace(std::move(*dir));
   }
 
+  static bool streamed() { return GetParam() == Feed::stream; }
+
   // Writes `wheel` into a new file in uneven pieces on another thread, telling `arriving`
-  // after each write, as fetch's Transfer does; returns how many bytes were written.
+  // after each write, as fetch's Transfer does (or, streamed, hands it the pieces, offering a
+  // refused piece again as a paused transfer does); returns how many bytes were written.
   std::uint64_t arrive(ArrivingWheel& arriving, const fs::path& wheel, Arrival how = {}) {
     auto bytes = read_file(wheel, 1u << 30);
     EXPECT_TRUE(bytes);
@@ -51,15 +58,25 @@ class ArrivingWheelTest : public testing::StagingTest {
       bool restarted = !how.restart_midway;
       while (written < end) {
         const std::uint64_t piece = std::min<std::uint64_t>(end - written, 1 + random() % 9000);
-        ASSERT_EQ(::pwrite(fd.get(), bytes->data() + written, piece, static_cast<off_t>(written)),
-                  static_cast<ssize_t>(piece));
+        if (streamed()) {
+          const std::span<const std::byte> next(
+              reinterpret_cast<const std::byte*>(bytes->data() + written), piece);
+          while (!arriving.write(next)) std::this_thread::yield();
+        } else {
+          ASSERT_EQ(::pwrite(fd.get(), bytes->data() + written, piece, static_cast<off_t>(written)),
+                    static_cast<ssize_t>(piece));
+        }
         written += piece;
-        arriving.stored(fd.get(), written);
+        if (!streamed()) arriving.stored(fd.get(), written);
         if (!restarted && written > end / 2) {
-          ASSERT_EQ(::ftruncate(fd.get(), 0), 0);
           written = 0;
           restarted = true;
-          arriving.stored(fd.get(), 0);
+          if (streamed()) {
+            arriving.restart();
+          } else {
+            ASSERT_EQ(::ftruncate(fd.get(), 0), 0);
+            arriving.stored(fd.get(), 0);
+          }
         }
         if (random() % 8 == 0) std::this_thread::yield();
       }
@@ -93,11 +110,22 @@ class ArrivingWheelTest : public testing::StagingTest {
     const auto before = testing::tree_of(m_dir->path());
     fs::path staging = m_dir->path() / ("staging-" + std::to_string(m_count++));
     fs::create_directories(staging);
-    auto result = install_wheel(wheel, m_venv, staging, options);
+    fs::path archive = wheel;
+    if (streamed()) {
+      if (arriving.skeleton().empty()) return 0;  // nothing to adopt: apply reads the archive
+      // The skeleton, reached through a link named like the wheel (as apply reaches it).
+      const fs::path named = m_arrivals->path() / ("named-" + std::to_string(m_count++));
+      fs::create_directories(named);
+      archive = named / wheel.filename();
+      fs::create_symlink(arriving.skeleton(), archive);
+    }
+    auto result = install_wheel(archive, m_venv, staging, options);
     if (!reference) {
       EXPECT_FALSE(result);
       if (result) return 0;
-      EXPECT_EQ(result.error().message, reference.error().message);
+      if (!streamed()) {
+        EXPECT_EQ(result.error().message, reference.error().message);
+      }
       fs::remove(staging);
       EXPECT_TRUE(testing::tree_of(m_dir->path()) == before) << "something was left behind";
       return 0;
@@ -119,7 +147,7 @@ class ArrivingWheelTest : public testing::StagingTest {
   std::optional<TempDir> m_arrivals;
 };
 
-TEST_F(ArrivingWheelTest, WellFormedWheelsAreAdoptedAndStageWhatTheArchiveStages) {
+TEST_P(ArrivingWheelTest, WellFormedWheelsAreAdoptedAndStageWhatTheArchiveStages) {
   // Members pip leaves out besides the wheel's RECORD (regenerated): in the demo wheel, the
   // setuptools wrapper democli-script.py.
   const std::vector<std::pair<fs::path, std::size_t>> wheels = {
@@ -137,12 +165,12 @@ TEST_F(ArrivingWheelTest, WellFormedWheelsAreAdoptedAndStageWhatTheArchiveStages
   }
 }
 
-TEST_F(ArrivingWheelTest, OtherCompressionMethodsFallBackToTheArchive) {
+TEST_P(ArrivingWheelTest, OtherCompressionMethodsFallBackToTheArchive) {
   // bzip2 and lzma members: the arrival gives up, the archive is read, nothing is adopted.
   EXPECT_EQ(expect_same_outcome(testing::test_wheels() / "mixed" / k_wheel), 0u);
 }
 
-TEST_F(ArrivingWheelTest, HostileWheelsAreRefusedAsTheArchiveRefusesThem) {
+TEST_P(ArrivingWheelTest, HostileWheelsAreRefusedAsTheArchiveRefusesThem) {
   for (const char* dir :
        {"wrong-hash", "wrong-size", "stream-bomb", "stream-bomb-big", "stream-short",
         "stream-truncated", "corrupt-deflate", "bad-crc", "duplicate", "not-in-record",
@@ -151,7 +179,7 @@ TEST_F(ArrivingWheelTest, HostileWheelsAreRefusedAsTheArchiveRefusesThem) {
   }
 }
 
-TEST_F(ArrivingWheelTest, ALocalHeaderUnlikeTheCentralDirectoryIsNeverAdopted) {
+TEST_P(ArrivingWheelTest, ALocalHeaderUnlikeTheCentralDirectoryIsNeverAdopted) {
   auto bytes = read_file(testing::test_wheels() / k_wheel, 1u << 20);
   ASSERT_TRUE(bytes);
   // The first member's local header: its name (at 30) gets another last letter, and (a copy)
@@ -171,7 +199,7 @@ TEST_F(ArrivingWheelTest, ALocalHeaderUnlikeTheCentralDirectoryIsNeverAdopted) {
   }
 }
 
-TEST_F(ArrivingWheelTest, ACutOrRestartedDownloadLeavesNothingToAdopt) {
+TEST_P(ArrivingWheelTest, ACutOrRestartedDownloadLeavesNothingToAdopt) {
   const fs::path wheel = testing::test_wheels() / k_wheel;
   const std::uint64_t size = fs::file_size(wheel);
   {
@@ -193,7 +221,7 @@ TEST_F(ArrivingWheelTest, ACutOrRestartedDownloadLeavesNothingToAdopt) {
   EXPECT_TRUE(idle.finish(0).empty());
 }
 
-TEST_F(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {
+TEST_P(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {
   // Headers and RECORD say 2 MiB (10 MiB: written on a second thread), the stream holds 256 MiB
   // of zeros: the unpacker gives up without writing more than the header's size (plus nothing:
   // the sink refuses the excess).
@@ -207,11 +235,19 @@ TEST_F(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {
     EXPECT_TRUE(arriving.finish(got).empty());
     std::uint64_t written = 0;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-      if (entry.is_regular_file()) written += entry.file_size();
+      // Not the skeleton: it leaves out every member's bytes but the metadata's.
+      if (entry.is_regular_file() && entry.path().filename() != "wheel.whl") {
+        written += entry.file_size();
+      }
     }
     EXPECT_LE(written, said + (64u << 10));  // the small members before it, too
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Feeds, ArrivingWheelTest, ::testing::Values(Feed::file, Feed::stream),
+                         [](const ::testing::TestParamInfo<Feed>& feed) {
+                           return feed.param == Feed::file ? "FromTheFile" : "Streamed";
+                         });
 
 }  // namespace
 }  // namespace venvfix::wheel

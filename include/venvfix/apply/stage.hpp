@@ -29,9 +29,12 @@ namespace fs = std::filesystem;
 // One install action's wheel, in the download cache.
 struct FetchedWheel {
   std::size_t action = 0;  // index into Plan::actions
-  fs::path path;           // the cache blob (read-only use)
+  fs::path path;           // the cache blob (read-only use); empty when it was streamed
   std::uint64_t size = 0;
   bool from_cache = false;
+  // Downloaded without a file (StageOptions::while_downloading): its members went straight into
+  // staging and into the unpacked-wheel cache; the download cache holds no .whl for it.
+  bool streamed = false;
 };
 
 struct StagedWheel {
@@ -59,6 +62,10 @@ struct StageOptions {
   WheelSources sources;
   // Whether a wheel's members are unpacked while it downloads (wheel/arriving_wheel.hpp) or
   // only once it is complete. Both check the same; `wait` is the reference the tests compare.
+  // With `unpack`, and an unpacked-wheel cache on the staging directory's filesystem (so that
+  // it keeps the installed form), the download writes no .whl at all: its bytes go straight to
+  // the unpacking (fetch::BodyStream). A wheel whose arrived members cannot be adopted is then
+  // downloaded again into the download cache and read from there.
   WhileDownloading while_downloading = WhileDownloading::unpack;
 };
 

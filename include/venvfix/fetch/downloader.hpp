@@ -29,6 +29,22 @@ namespace venvfix::fetch {
 
 namespace fs = std::filesystem;
 
+// Where a download's body goes instead of the cache (DownloadRequest::stream): the bytes are
+// hashed and checked against the request as always, but no file is written and nothing enters
+// the cache. apply streams a wheel straight into the members it unpacks when its unpacked-wheel
+// cache keeps the installed form.
+struct BodyStream {
+  // The body's next bytes, on the downloading thread, in order: takes all of them and returns
+  // true, or takes none and returns false while it has no room for them. The transfer then
+  // pauses (the others go on) and offers the same bytes again once can_take says they fit.
+  std::function<bool(std::span<const std::byte>)> write;
+  // Whether write() would now take this many bytes: a paused transfer is offered its bytes
+  // again only then (curl would otherwise copy them back and forth while the reader catches up).
+  std::function<bool(std::size_t)> can_take;
+  // The bytes written so far are void: the download starts over from its first byte.
+  std::function<void()> restart;
+};
+
 struct DownloadRequest {
   std::string url;  // http(s):// or file://; may carry user-info
   // Checked when given (a mismatch is an error naming the URL and both digests); without it
@@ -42,6 +58,10 @@ struct DownloadRequest {
   // download starts over). Never called for a cache hit or a file:// copy. Lets a caller work
   // on a file while it arrives (apply unpacks a wheel's members as they come).
   std::function<void(int fd, std::uint64_t stored)> on_stored;
+  // With a stream, a download's body goes there instead of into a file (on_stored is not
+  // called); its result has an empty path and `streamed` set. A request the cache already
+  // holds, or a file:// URL, is answered from the cache as always (nothing is streamed).
+  std::optional<BodyStream> stream;
 };
 
 struct DownloadResult {
@@ -49,6 +69,7 @@ struct DownloadResult {
   std::string sha256_hex;
   std::uint64_t size = 0;
   bool from_cache = false;
+  bool streamed = false;  // the body went to DownloadRequest::stream: `path` is empty
 };
 
 // A page or other small document fetched into memory.

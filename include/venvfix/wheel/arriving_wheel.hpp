@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,32 @@ class ArrivingWheel {
   ArrivingWheel(const ArrivingWheel&) = delete;
   ArrivingWheel& operator=(const ArrivingWheel&) = delete;
 
+  // Two ways to be fed, one per object: from the download's file (stored()), or with the bytes
+  // themselves (write()/restart(), fetch::BodyStream), when no file is written at all.
+
   // fetch::DownloadRequest::on_stored: the download's file `fd` now holds bytes [0, stored);
   // 0 after bytes were stored means they were dropped (the download starts over), and the
   // members unpacked so far are given up. Cheap: called on the downloading thread.
   void stored(int fd, std::uint64_t stored);
+
+  // fetch::BodyStream::write: the wheel's next bytes. They wait in a ring of k_ring_bytes until
+  // the unpacking thread has read them: false (nothing taken) while the ring has no room for all
+  // of them. Once the unpacking has given up they are dropped (true).
+  bool write(std::span<const std::byte> bytes);
+  // fetch::BodyStream::can_take: whether write() would now take `size` bytes.
+  bool can_take(std::size_t size) const;
+  // fetch::BodyStream::restart: the bytes written were void; the members unpacked so far are
+  // given up.
+  void restart();
+  static constexpr std::size_t k_ring_bytes = 8u << 20;
+
+  // After finish(), for a wheel fed with write(): a file of the wheel's size holding its local
+  // headers, its *.dist-info members and its central directory, with holes where the other
+  // members' bytes were (a sparse file). read_wheel reads it as the wheel (it reads no other
+  // member's bytes) so that install_wheel can check the arrived members against it and adopt
+  // them; reading any other member's bytes from it fails their CRC or hash. Empty when nothing
+  // was unpacked.
+  const fs::path& skeleton() const;
 
   // The download is complete with `total` bytes: waits until every member is unpacked and
   // returns them, in archive order. Empty when nothing arrived (a cached or file:// wheel) or the
