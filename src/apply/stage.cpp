@@ -1,7 +1,6 @@
 #include "venvfix/apply/stage.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -405,10 +404,9 @@ class Pipeline {
     fs::path cache = *options.unpacked_cache;
     std::error_code error;
     while (!fs::exists(cache, error) && cache.has_relative_path()) cache = cache.parent_path();
-    struct stat cache_stat {};
-    struct stat staging_stat {};
-    return ::stat(cache.c_str(), &cache_stat) == 0 && ::stat(staging.c_str(), &staging_stat) == 0 &&
-           cache_stat.st_dev == staging_stat.st_dev;
+    const auto cache_id = file_identity_follow(cache);
+    const auto staging_id = file_identity_follow(staging);
+    return cache_id && staging_id && cache_id->device == staging_id->device;
   }
 
   const env::Venv& m_venv;

@@ -23,7 +23,13 @@ ShareHandle make_share() {
   return share;
 }
 
-void set_common_options(CURL* easy, const FetchConfig& config, CURLSH* share) {
+bool has_scheme(std::string_view url, std::string_view scheme) {
+  return url.size() > scheme.size() + 3 && to_lower_ascii(url.substr(0, scheme.size())) == scheme &&
+         url.substr(scheme.size(), 3) == "://";
+}
+
+void set_common_options(CURL* easy, const FetchConfig& config, CURLSH* share,
+                        std::string_view url) {
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_SHARE, share);
   curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
@@ -47,7 +53,10 @@ void set_common_options(CURL* easy, const FetchConfig& config, CURLSH* share) {
   curl_easy_setopt(easy, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
   if (config.netrc_file) curl_easy_setopt(easy, CURLOPT_NETRC_FILE, config.netrc_file->c_str());
   curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+  // Waiting for a connection to learn whether it multiplexes pays only where HTTP/2 can be had,
+  // over TLS: on plain http, curl would queue every download to the host behind the first one
+  // on its single connection instead of opening one per transfer.
+  curl_easy_setopt(easy, CURLOPT_PIPEWAIT, has_scheme(url, "https") ? 1L : 0L);
   curl_easy_setopt(easy, CURLOPT_USERAGENT, "venvfix/" VENVFIX_VERSION);
 }
 

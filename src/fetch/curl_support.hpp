@@ -39,9 +39,12 @@ using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
 // each other's connections.
 ShareHandle make_share();
 
-// Options every request gets: redirects (http/https only), timeouts, TLS verification and CA,
-// netrc, HTTP/2 over TLS, no signals, a user agent.
-void set_common_options(CURL* easy, const FetchConfig& config, CURLSH* share);
+// Whether `url` starts with `scheme` and "://" (the scheme in any case).
+bool has_scheme(std::string_view url, std::string_view scheme);
+
+// Options every request for `url` gets: redirects (http/https only), timeouts, TLS verification
+// and CA, netrc, HTTP/2 over TLS, no signals, a user agent.
+void set_common_options(CURL* easy, const FetchConfig& config, CURLSH* share, std::string_view url);
 
 // Whether a failed attempt is worth another try (connection trouble, timeouts, a broken
 // transfer), as opposed to a certificate, protocol or local error.

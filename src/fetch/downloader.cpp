@@ -41,11 +41,6 @@ std::string default_name(const DownloadRequest& request) {
   return slash == std::string::npos ? url : url.substr(slash + 1);
 }
 
-bool has_scheme(std::string_view url, std::string_view scheme) {
-  return url.size() > scheme.size() + 3 && to_lower_ascii(url.substr(0, scheme.size())) == scheme &&
-         url.substr(scheme.size(), 3) == "://";
-}
-
 // Checks a finished download against the request and moves it into the cache.
 Result<DownloadResult> finish_download(const DownloadCache& cache, const DownloadRequest& request,
                                        Transfer& transfer) {
@@ -146,11 +141,11 @@ class DownloadBatch {
         m_is_duplicate[i] = true;
         continue;
       }
-      if (has_scheme(request.url, "file")) {
+      if (detail::has_scheme(request.url, "file")) {
         VENVFIX_TRY_ASSIGN(m_results[i], detail::copy_local_file(m_cache, request));
         continue;
       }
-      if (!has_scheme(request.url, "http") && !has_scheme(request.url, "https")) {
+      if (!detail::has_scheme(request.url, "http") && !detail::has_scheme(request.url, "https")) {
         return make_error(ExitCode::usage,
                           "cannot download {}: only http, https and file URLs work",
                           redact_url(request.url));
@@ -277,8 +272,8 @@ Result<std::vector<DownloadResult>> Downloader::download_each(
 Result<TextResponse> Downloader::get(const std::string& url,
                                      const std::vector<std::string>& accept_headers,
                                      std::uint64_t max_bytes) {
-  if (has_scheme(url, "file")) return detail::read_local_text(url, max_bytes);
-  if (!has_scheme(url, "http") && !has_scheme(url, "https")) {
+  if (detail::has_scheme(url, "file")) return detail::read_local_text(url, max_bytes);
+  if (!detail::has_scheme(url, "http") && !detail::has_scheme(url, "https")) {
     return make_error(ExitCode::usage, "cannot fetch {}: only http, https and file URLs work",
                       redact_url(url));
   }

@@ -53,13 +53,7 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   m_range_mismatch = false;
   m_body_started = false;
   CURL* easy = m_easy.get();
-  set_common_options(easy, config, share);
-  // Waiting for a connection to learn whether it multiplexes pays only where HTTP/2 can be had,
-  // over TLS: on plain http, curl would queue every download to the host behind the first one
-  // on its single connection instead of opening one per transfer.
-  if (!to_lower_ascii(std::string_view(m_url).substr(0, 8)).starts_with("https://")) {
-    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 0L);
-  }
+  set_common_options(easy, config, share, m_url);
   curl_easy_setopt(easy, CURLOPT_URL, m_url.c_str());
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, m_error_buffer);
   curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Transfer::on_header);

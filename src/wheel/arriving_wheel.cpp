@@ -119,17 +119,8 @@ struct ArrivingWheel::State {
   // Feeds [offset, offset + length) to `piece_done` as it arrives.
   template <typename PieceFn>
   bool follow(std::uint64_t offset, std::uint64_t length, PieceFn&& piece_done) {
+    if (streaming) return follow_ring(offset, length, piece_done);
     const std::uint64_t end = offset + length;
-    while (streaming && offset < end) {
-      bool used = true;
-      if (!pull(offset, end - offset, [&](std::span<const std::byte> piece) {
-            used = piece_done(piece);
-            offset += piece.size();
-          })) {
-        return false;
-      }
-      if (!used) return false;
-    }
     while (offset < end) {
       const std::optional<std::uint64_t> now = wait_beyond(offset);
       if (!now) return false;
@@ -144,6 +135,22 @@ struct ArrivingWheel::State {
       offset += static_cast<std::uint64_t>(n);
     }
     return true;
+  }
+
+  // follow() of a stream: the same pieces, out of the ring.
+  template <typename PieceFn>
+  bool follow_ring(std::uint64_t offset, std::uint64_t length, PieceFn& piece_done) {
+    const std::uint64_t end = offset + length;
+    bool used = true;
+    while (used && offset < end) {
+      if (!pull(offset, end - offset, [&](std::span<const std::byte> piece) {
+            used = piece_done(piece);
+            offset += piece.size();
+          })) {
+        return false;
+      }
+    }
+    return used;
   }
 
   // Stream mode: hands the next bytes there are at `offset` (where the last read ended; at most
@@ -280,7 +287,7 @@ struct ArrivingWheel::State {
   // Every member up to the central directory; false when the walk has to stop short.
   bool unpack_all() {
     inflater = std::make_unique<detail::StreamInflater>();
-    buffer.resize(k_read_piece);
+    if (!streaming) buffer.resize(k_read_piece);  // a stream is read out of its ring
     std::error_code error;
     if (!fs::create_directory(dir, error)) return false;
     if (streaming && !open_skeleton()) return false;
