@@ -3,6 +3,7 @@
 #include "venvfix/apply/run_guarded.hpp"
 
 #include <algorithm>
+#include <future>
 
 #include <spdlog/spdlog.h>
 
@@ -88,6 +89,32 @@ std::string listed(const std::vector<std::string>& lines) {
   return out;
 }
 
+// The snapshot and the analysis before the command, side by side: both only read the venv (the
+// lock keeps other venvfix processes out, and the command has not started). The analysis
+// stats the files only once the snapshot is made: its new store links change ctimes, which
+// key the hash cache, so the analysis after the command reuses the hashes made here.
+Result<std::pair<txn::SnapshotInfo, verify::Analysis>> snapshot_and_analyze(
+    const env::Venv& venv, const txn::VenvLock& lock, const std::string& what,
+    const manifest::Manifests& manifests, const elf::SystemView& system, verify::Options options) {
+  std::promise<void> snapshot_made;
+  options.stat_files_after = snapshot_made.get_future().share();
+  std::future<Result<txn::SnapshotInfo>> snapshot = std::async(std::launch::async, [&] {
+    // Set on every way out, or the analysis would wait for ever.
+    struct SetOnExit {
+      std::promise<void>& promise;
+      ~SetOnExit() { promise.set_value(); }
+    } made{snapshot_made};
+    return txn::create_snapshot(venv, lock, "run: " + what);
+  });
+  auto before = verify::analyze(venv, manifests, system, options);
+  VENVFIX_TRY_ASSIGN(txn::SnapshotInfo info, snapshot.get());
+  if (!before) {
+    (void)txn::delete_snapshot(venv, lock, info.id);
+    return std::move(before).error();
+  }
+  return std::pair{std::move(info), std::move(*before)};
+}
+
 }  // namespace
 
 Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
@@ -96,22 +123,17 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                                const RunOptions& options) {
   if (argv.empty()) return make_error(ExitCode::usage, "no command to run");
   const std::string what = joined(argv);
-  VENVFIX_TRY_ASSIGN(txn::SnapshotInfo snapshot, txn::create_snapshot(venv, lock, "run: " + what));
   verify::Options analysis_options;
   analysis_options.targets = options.targets;
-  // Analysed after the snapshot: hard links change ctimes, and the hash cache is keyed on
-  // them, so the analysis after the command reuses these hashes.
-  auto before = verify::analyze(venv, manifests, system, analysis_options);
-  if (!before) {
-    (void)txn::delete_snapshot(venv, lock, snapshot.id);
-    return std::move(before).error();
-  }
+  VENVFIX_TRY_ASSIGN(auto snapshot_and_before,
+                     snapshot_and_analyze(venv, lock, what, manifests, system, analysis_options));
+  auto& [snapshot, before] = snapshot_and_before;
   RunOutcome outcome;
   VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
   const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   if (left_unchanged(venv, snapshot.id)) {
     spdlog::debug("`{}` changed nothing in the venv: no analysis after it", what);
-    outcome.targets = before->target_names();
+    outcome.targets = before.target_names();
     // Its store links are those of files still in the venv: they cost no space, and the next
     // snapshot needs them.
     if (!keep_snapshot) VENVFIX_TRY(txn::discard_snapshot(venv, lock, snapshot.id));
@@ -126,7 +148,7 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                       what, after.error().message, snapshot.id, snapshot.id);
   }
   outcome.targets = after->target_names();
-  outcome.broke = judge(*before, *after, manifests, options);
+  outcome.broke = judge(before, *after, manifests, options);
   if (outcome.broke.empty() || options.on_break == OnBreak::keep) {
     if (outcome.broke.empty() && !keep_snapshot) {
       VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));

@@ -26,7 +26,12 @@ class Parser {
   // Processes one physical line (with its terminator, as readline() with newline='' yields
   // it), then the end-of-line pseudo character, as Reader_iternext does.
   void line(std::string_view text, std::size_t line_number) {
-    if (m_state == State::start_record) m_row_line = line_number;
+    if (m_state == State::start_record) {
+      m_row_line = line_number;
+      // Nearly every RECORD line has no quote: the state machine would only split it at its
+      // commas, one character at a time.
+      if (text.find('"') == std::string_view::npos) return unquoted_line(text);
+    }
     for (char c : text) process(c, false);
     process('\0', true);
     if (m_state == State::start_record) emit();
@@ -42,6 +47,25 @@ class Parser {
   }
 
  private:
+  // A whole record on one line without quotes: its fields are the text between its commas, up
+  // to its line break (a line that is only a line break is no record).
+  void unquoted_line(std::string_view text) {
+    std::string_view content = text;
+    while (!content.empty() && (content.back() == '\n' || content.back() == '\r')) {
+      content.remove_suffix(1);
+    }
+    if (content.empty()) return;
+    std::size_t begin = 0;
+    for (;;) {
+      std::size_t comma = content.find(',', begin);
+      if (m_count == m_fields.size()) m_fields.emplace_back();
+      m_fields[m_count++].assign(content.substr(begin, comma - begin));
+      if (comma == std::string_view::npos) break;
+      begin = comma + 1;
+    }
+    emit();
+  }
+
   // Fields live in m_fields[0, m_count): their strings keep their capacity between rows.
   void save_field() {
     if (m_count == m_fields.size()) m_fields.emplace_back();

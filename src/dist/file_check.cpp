@@ -158,15 +158,13 @@ void aim_probe(Probe& probe, std::string_view path, const Distribution& dist, Pr
   }
 }
 
-ProbeSet make_probes(const Inventory& inventory, std::span<const CheckRequest> requests,
-                     const HashWish& wants_hash) {
+ProbeSet make_probes(const Inventory& inventory, std::span<const CheckRequest> requests) {
   const PathTable& paths = inventory.paths;
   ProbeSet set;
   set.probe_of_path.assign(paths.size(), k_no_probe);
   set.probes.reserve(requests.size());
   for (const CheckRequest& request : requests) {
     const Distribution& dist = inventory.distributions.at(request.dist);
-    const RecordEntry& entry = dist.record.at(request.entry);
     PathTable::Id id = dist.record_path_ids.at(request.entry);
     if (set.probe_of_path[id] == k_no_probe) {
       set.probe_of_path[id] = static_cast<std::uint32_t>(set.probes.size());
@@ -174,9 +172,17 @@ ProbeSet make_probes(const Inventory& inventory, std::span<const CheckRequest> r
       probe.path = id;
       aim_probe(probe, paths[id], dist, set);
     }
-    set.probes[set.probe_of_path[id]].want_hash |= wants_hash(entry, id);
   }
   return set;
+}
+
+void mark_wanted_hashes(const Inventory& inventory, std::span<const CheckRequest> requests,
+                        const HashWish& wants_hash, ProbeSet& set) {
+  for (const CheckRequest& request : requests) {
+    const Distribution& dist = inventory.distributions[request.dist];
+    PathTable::Id id = dist.record_path_ids[request.entry];
+    set.probes[set.probe_of_path[id]].want_hash |= wants_hash(dist.record[request.entry], id);
+  }
 }
 
 // The digests of the probes that want one: from the cache, else read (largest first, so that
@@ -249,13 +255,33 @@ FileCheck judge(const Inventory& inventory, const CheckRequest& request, const P
 
 }  // namespace
 
-FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
-                            HashPolicy policy, const std::unordered_set<std::string>& always_hash,
-                            HashCache* cache) {
+struct FileStats::Impl {
+  std::vector<CheckRequest> requests;
+  ProbeSet set;
+};
+
+FileStats::FileStats(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+FileStats::FileStats(FileStats&&) noexcept = default;
+FileStats& FileStats::operator=(FileStats&&) noexcept = default;
+FileStats::~FileStats() = default;
+
+FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests) {
+  auto impl = std::make_unique<FileStats::Impl>();
+  impl->requests = std::move(requests);
+  impl->set = make_probes(inventory, impl->requests);
+  ProbeSet& set = impl->set;
+  parallel_for(set.probes.size(), 256,
+               [&](std::size_t i) { stat_probe(inventory.paths, set.probes[i]); });
+  return FileStats(std::move(impl));
+}
+
+FileCheckReport check_files(const Inventory& inventory, FileStats stats, HashPolicy policy,
+                            const std::unordered_set<std::string>& always_hash, HashCache* cache) {
   const PathTable& paths = inventory.paths;
   const HashWish wants_hash(paths, policy, always_hash);
-  ProbeSet set = make_probes(inventory, requests, wants_hash);
-  parallel_for(set.probes.size(), 256, [&](std::size_t i) { stat_probe(paths, set.probes[i]); });
+  const std::vector<CheckRequest>& requests = stats.m_impl->requests;
+  ProbeSet& set = stats.m_impl->set;
+  mark_wanted_hashes(inventory, requests, wants_hash, set);
   FileCheckReport report;
   hash_probes(paths, set.probes, cache, report);
   report.checks.reserve(requests.size());
@@ -265,6 +291,14 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
         judge(inventory, request, set.probes[set.probe_of_path[id]], wants_hash));
   }
   return report;
+}
+
+FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
+                            HashPolicy policy, const std::unordered_set<std::string>& always_hash,
+                            HashCache* cache) {
+  return check_files(
+      inventory, stat_files(inventory, std::vector<CheckRequest>(requests.begin(), requests.end())),
+      policy, always_hash, cache);
 }
 
 }  // namespace venvfix::dist

@@ -86,17 +86,25 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   VENVFIX_TRY_ASSIGN(analysis.inventory, dist::read_inventory(analysis.venv));
   analysis.needed.assign(analysis.inventory.distributions.size(), false);
   phase("inventory");
-  // The site-packages walk (a directory read per directory) overlaps the loading check, which
-  // runs on one thread; its future's destructor waits for it on every way out.
+  // The site-packages walk (a directory read per directory) and the file check's stat pass (a
+  // stat per RECORD row) need only the venv and the inventory, which no step changes: they
+  // overlap the loading check, which runs on one thread. Their futures' destructors wait for
+  // them on every way out.
   std::future<SiteScan> scan =
       std::async(std::launch::async, [&venv = analysis.venv] { return scan_site(venv); });
+  std::future<FileStatPass> file_stats = std::async(
+      std::launch::async,
+      [&inventory = analysis.inventory, &venv = analysis.venv, after = options.stat_files_after] {
+        if (after.valid()) after.wait();
+        return stat_record_files(inventory, venv);
+      });
   VENVFIX_TRY(select_targets(analysis, options));
   phase("targets");
   check_requirements(analysis, manifests);
   phase("requirements");
   check_loading(analysis, manifests, system);
   phase("loading");
-  check_files(analysis, options);
+  check_files(analysis, options, file_stats.get());
   phase("files");
   check_layout(analysis, manifests, scan.get());
   phase("layout");

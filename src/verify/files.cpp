@@ -160,20 +160,25 @@ void add_shared_paths(Analysis& analysis) {
 
 }  // namespace
 
-void check_files(Analysis& analysis, const Options& options) {
-  const dist::Inventory& inventory = analysis.inventory;
+FileStatPass stat_record_files(const dist::Inventory& inventory, const env::Venv& venv) {
   std::vector<dist::CheckRequest> requests;
   for (const dist::CheckRequest& request : dist::all_entries(inventory)) {
     const dist::Distribution& dist = inventory.distributions[request.dist];
     const std::string& path = dist.record[request.entry].path;
     if (!is_bytecode(path) && !dist_info_explains(dist, path)) requests.push_back(request);
   }
+  return FileStatPass{dist::stat_files(inventory, std::move(requests)),
+                      dist::HashCache::load_for(venv.state_dir())};
+}
+
+void check_files(Analysis& analysis, const Options& options, FileStatPass pass) {
+  const dist::Inventory& inventory = analysis.inventory;
   std::unordered_set<std::string> always_hash;
   for (const fs::path& path : analysis.loaded_libraries) always_hash.insert(path.string());
 
-  dist::HashCache cache = dist::HashCache::load_for(analysis.venv.state_dir());
+  dist::HashCache& cache = pass.cache;
   dist::FileCheckReport report =
-      dist::check_files(inventory, requests,
+      dist::check_files(inventory, std::move(pass.stats),
                         options.hashes == HashCheck::everything ? dist::HashPolicy::full
                                                                 : dist::HashPolicy::size_only,
                         always_hash, &cache);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "venvfix/base/strings.hpp"
+#include "venvfix/dist/file_check.hpp"
+#include "venvfix/dist/hash_cache.hpp"
 #include "venvfix/dist/scan.hpp"
 #include "venvfix/verify/analysis.hpp"
 
@@ -20,8 +22,15 @@ void check_requirements(Analysis& analysis, const manifest::Manifests& manifests
 void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
                    const elf::SystemView& system);
 
-// files.cpp: RECORD against disk — ghost files, clobbered files, shared paths.
-void check_files(Analysis& analysis, const Options& options);
+// files.cpp: RECORD against disk — ghost files, clobbered files, shared paths. In two halves:
+// the stat pass of every RECORD row (and the hash cache's load) needs only the inventory, so
+// analyze() runs it beside the loading check, which decides what check_files hashes.
+struct FileStatPass {
+  dist::FileStats stats;
+  dist::HashCache cache;
+};
+FileStatPass stat_record_files(const dist::Inventory& inventory, const env::Venv& venv);
+void check_files(Analysis& analysis, const Options& options, FileStatPass pass);
 
 // layout.cpp: the walk of every site-packages for files named like shared objects, and pip's
 // stash directories. It needs nothing but the venv, so analyze() runs it on its own thread

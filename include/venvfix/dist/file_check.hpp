@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -68,6 +69,30 @@ std::vector<CheckRequest> all_entries(const Inventory& inventory);
 FileCheckReport check_files(const Inventory& inventory, std::span<const CheckRequest> requests,
                             HashPolicy policy, const std::unordered_set<std::string>& always_hash,
                             HashCache* cache);
+
+// check_files in two halves, so that the stat pass (the bulk of a warm check) can run while
+// the caller still works out which files to hash: stat_files stats every requested file (on
+// every core) and keeps what it saw; check_files(inventory, stats, ...) then hashes, judges
+// and reports exactly as the one-call form does. `inventory` must be the same, unchanged.
+class FileStats {
+ public:
+  FileStats(FileStats&&) noexcept;
+  FileStats& operator=(FileStats&&) noexcept;
+  ~FileStats();
+  struct Impl;
+
+ private:
+  explicit FileStats(std::unique_ptr<Impl> impl);
+  friend FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests);
+  friend FileCheckReport check_files(const Inventory& inventory, FileStats stats, HashPolicy policy,
+                                     const std::unordered_set<std::string>& always_hash,
+                                     HashCache* cache);
+  std::unique_ptr<Impl> m_impl;
+};
+
+FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests);
+FileCheckReport check_files(const Inventory& inventory, FileStats stats, HashPolicy policy,
+                            const std::unordered_set<std::string>& always_hash, HashCache* cache);
 
 // Hashes one file with the reader check_files uses (large sequential reads). Counts the bytes
 // read into `bytes_read` when given.

@@ -3,6 +3,7 @@
 // collect findings. Read-only, except for the hash cache under <venv>/.venvfix/.
 #pragma once
 
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ enum class HashCheck { target_libraries, everything };
 struct Options {
   std::vector<std::string> targets;  // --target; empty: torch when installed, else every ELF holder
   HashCheck hashes = HashCheck::target_libraries;
+  // When valid, the files are stat'ed only once it is ready: `run` snapshots while it analyses,
+  // and the snapshot's new store links change ctimes, which key the hash cache.
+  std::shared_future<void> stat_files_after;
 };
 
 struct Target {
