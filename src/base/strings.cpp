@@ -1,8 +1,25 @@
 #include "venvfix/base/strings.hpp"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 
 namespace venvfix {
+
+std::size_t find_first_of_few(std::string_view text, std::string_view set, std::size_t start) {
+  // One bit per character below 64 (line breaks, tab, quotes, '%', ','): one test per character.
+  std::uint64_t below_64 = 0;
+  for (char c : set) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 64) return text.find_first_of(set, start);
+    below_64 |= std::uint64_t{1} << byte;
+  }
+  for (std::size_t i = start; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 64 && ((below_64 >> byte) & 1) != 0) return i;
+  }
+  return std::string_view::npos;
+}
 
 bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "venvfix/base/strings.hpp"
+
 namespace venvfix::dist {
 
 namespace {
@@ -160,15 +162,6 @@ class Parser {
   bool m_unterminated = false;
 };
 
-// The first "\r" or "\n" at or after `start`, or npos. (string_view::find_first_of calls
-// memchr over the set for every character: several times slower on long RECORDs.)
-std::size_t find_line_break(std::string_view text, std::size_t start) {
-  for (std::size_t i = start; i < text.size(); ++i) {
-    if (text[i] == '\n' || text[i] == '\r') return i;
-  }
-  return std::string_view::npos;
-}
-
 }  // namespace
 
 std::vector<CsvRow> parse_csv(std::string_view text) {
@@ -186,7 +179,7 @@ void for_each_csv_row(std::string_view text, const RowCallback& on_row) {
   std::size_t start = 0;
   while (start < text.size()) {
     // readline() with newline='': a line ends after "\n", "\r\n" or a lone "\r".
-    std::size_t end = find_line_break(text, start);
+    std::size_t end = find_first_of_few(text, "\r\n", start);
     if (end == std::string_view::npos) {
       end = text.size();
     } else if (text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n') {

@@ -13,21 +13,12 @@ struct Header {
   std::string value;  // unfolded and trimmed
 };
 
-// The first "\r" or "\n" at or after `start`, or npos. (string_view::find_first_of calls
-// memchr over the set for every character: several times slower on long RECORDs.)
-std::size_t find_line_break(std::string_view text, std::size_t start) {
-  for (std::size_t i = start; i < text.size(); ++i) {
-    if (text[i] == '\n' || text[i] == '\r') return i;
-  }
-  return std::string_view::npos;
-}
-
 // Splits at "\n", "\r\n" or a lone "\r" (email.feedparser's NLCRE).
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
   while (start < text.size()) {
-    std::size_t end = find_line_break(text, start);
+    std::size_t end = find_first_of_few(text, "\r\n", start);
     if (end == std::string_view::npos) {
       lines.push_back(text.substr(start));
       break;

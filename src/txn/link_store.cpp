@@ -13,6 +13,7 @@
 
 #include "txn/paths.hpp"
 #include "txn/snapshot_state.hpp"
+#include "txn/walk_base.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
 namespace venvfix::txn {
@@ -148,6 +149,8 @@ Result<std::size_t> drop_unreferenced_store_links(const env::Venv& venv) {
   std::size_t dropped = 0;
   for (const std::string& name : names) {
     if (referenced.contains(name)) continue;
+    // The next snapshot must then read the store (walk_base.hpp, links_held).
+    if (dropped == 0) VENVFIX_TRY(forget_store(venv));
     if (::unlinkat(store_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
       return make_error(ExitCode::error, "cannot remove {}: {}", (store / name).string(),
                         errno_message(errno));

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/strings.hpp"
 
 #include "txn/paths.hpp"
 
@@ -14,7 +15,7 @@ namespace {
 
 // Appends `text` to `out` with '%', newline, carriage return and tab escaped.
 void append_escaped(std::string& out, std::string_view text) {
-  if (text.find_first_of("%\n\r\t") == std::string_view::npos) {
+  if (find_first_of_few(text, "%\n\r\t") == std::string_view::npos) {
     out += text;
     return;
   }

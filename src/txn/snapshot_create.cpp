@@ -29,11 +29,13 @@ namespace {
 struct Walker {
   fs::path root;  // for messages
   int store_fd = -1;
-  StoreIds held;                   // what the store holds
+  StoreIds held;                   // what the store holds, or (base_links_held) what it gained
   const WalkBase* base = nullptr;  // the last walk, when there is one
-  std::size_t linked = 0;          // links added to the store
-  std::size_t listed = 0;          // directories read (the root included)
-  std::size_t carried = 0;         // directories carried over from the last walk
+  // The store still holds every file of the last walk (WalkBase::links_held): it was not read.
+  bool base_links_held = false;
+  std::size_t linked = 0;   // links added to the store
+  std::size_t listed = 0;   // directories read (the root included)
+  std::size_t carried = 0;  // directories carried over from the last walk
   Manifest manifest;
 
   Error error_at(const std::string& rel, std::string_view what, int error_number) const {
@@ -43,11 +45,13 @@ struct Walker {
 
   Status add_file(int src_dir, const char* name, const struct stat& st, const std::string& rel) {
     ManifestEntry entry = entry_from_stat('F', st, rel);
+    // Where the store was not read, a file it already holds fails with EEXIST.
     if (held.insert(store_id(entry)).second) {
-      if (::linkat(src_dir, name, store_fd, store_key(entry).c_str(), 0) != 0 && errno != EEXIST) {
+      if (::linkat(src_dir, name, store_fd, store_key(entry).c_str(), 0) == 0) {
+        ++linked;
+      } else if (errno != EEXIST) {
         return error_at(rel, "link it into the store", errno);
       }
-      ++linked;
     }
     manifest.entries.push_back(std::move(entry));
     return ok();
@@ -127,7 +131,7 @@ struct Walker {
       const std::string name = was.path.substr(skip);
       if (was.type == 'D') {
         VENVFIX_TRY(enter(dir, name.c_str(), was.path));
-      } else if (was.type == 'F' && !held.contains(store_id(was))) {
+      } else if (was.type == 'F' && !base_links_held && !held.contains(store_id(was))) {
         VENVFIX_TRY(add_entry(dir, name.c_str(), was.path));
       } else {
         manifest.entries.push_back(was);
@@ -154,6 +158,12 @@ Status fill_snapshot(const env::Venv& venv, Walker& walker, const fs::path& dir)
   VENVFIX_TRY_ASSIGN(Fd src, open_file(venv.root, O_RDONLY | O_DIRECTORY));
   VENVFIX_TRY_ASSIGN(Fd store, open_file(store_dir(venv), O_RDONLY | O_DIRECTORY));
   walker.store_fd = store.get();
+  walker.base_links_held = walker.base != nullptr && walker.base->links_held(venv, store.get());
+  if (!walker.base_links_held) {
+    auto held = store_ids(venv);
+    if (!held) return std::move(held).error();
+    walker.held.swap(*held);
+  }
   VENVFIX_TRY(walker.list(src.get(), ""));
   // Nothing linked: nothing to make durable, and a syncfs would wait for whatever else the machine
   // has written to this disk. The links it reuses were made durable by the snapshot that made them
@@ -163,7 +173,7 @@ Status fill_snapshot(const env::Venv& venv, Walker& walker, const fs::path& dir)
     return make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(errno));
   }
   VENVFIX_TRY(write_file_atomic(dir / "manifest", manifest_text(walker.manifest)));
-  remember_walk(venv, dir / "manifest");
+  if (remember_walk(venv, dir / "manifest")) remember_store(venv, store.get());
   return ok();
 }
 
@@ -188,7 +198,6 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
   VENVFIX_TRY_ASSIGN(walker.manifest.walked_ns, filesystem_now(venv));
   const std::unique_ptr<WalkBase> base = WalkBase::load(venv);
   walker.base = base.get();
-  VENVFIX_TRY_ASSIGN(walker.held, store_ids(venv));
   walker.manifest.id = new_id();
   walker.manifest.kind = SnapshotKind::tree;
   walker.manifest.created = utc_now_iso8601();
@@ -205,10 +214,12 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
   info.linked = walker.linked;
   info.dirs_listed = walker.listed;
   info.dirs_carried = walker.carried;
+  info.store_read = !walker.base_links_held;
   spdlog::debug(
       "snapshot {}: {} files, {} bytes, {} new store links, {} directories read, {} carried over "
-      "from the last walk, in {:.1f} ms",
+      "from the last walk, the store {}, in {:.1f} ms",
       info.id, info.files, info.bytes, info.linked, info.dirs_listed, info.dirs_carried,
+      info.store_read ? "read" : "not read (it holds every file of the last walk)",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return info;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -28,7 +29,8 @@ WalkBase::WalkBase(Manifest manifest) : m_manifest(std::move(manifest)) {
 
 std::unique_ptr<WalkBase> WalkBase::load(const env::Venv& venv) {
   const fs::path file = walk_base_file(venv);
-  if (::access(file.c_str(), F_OK) != 0) return nullptr;
+  auto identity = file_identity(file);
+  if (!identity) return nullptr;
   auto text = read_file(file, 1u << 30);
   auto manifest = text ? parse_manifest(*text, file.string()) : Result<Manifest>(text.error());
   if (!manifest) {
@@ -38,7 +40,61 @@ std::unique_ptr<WalkBase> WalkBase::load(const env::Venv& venv) {
   if (manifest->format < 3 || manifest->kind != SnapshotKind::tree || manifest->walked_ns <= 0) {
     return nullptr;
   }
-  return std::unique_ptr<WalkBase>(new WalkBase(std::move(manifest).value()));
+  std::unique_ptr<WalkBase> base(new WalkBase(std::move(manifest).value()));
+  base->m_file = *identity;
+  return base;
+}
+
+namespace {
+
+fs::path store_state_file(const env::Venv& venv) {
+  return venv.state_dir() / "store-state";
+}
+
+// "walk-base DEV INO\nstore DEV INO MTIME CTIME\n".
+std::string store_state_text(const FileIdentity& walk_base, const FileIdentity& store) {
+  return fmt::format("walk-base {} {}\nstore {} {} {} {}\n", walk_base.device, walk_base.inode,
+                     store.device, store.inode, store.mtime_ns, store.ctime_ns);
+}
+
+bool write_unsynced(const fs::path& path, std::string_view data) {
+  auto fd = open_file(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
+  return fd && ::write(fd->get(), data.data(), data.size()) == static_cast<ssize_t>(data.size());
+}
+
+std::optional<FileIdentity> store_identity(int store_fd) {
+  struct stat st {};
+  if (store_fd < 0 || ::fstat(store_fd, &st) != 0) return std::nullopt;
+  return file_identity_from(st);
+}
+
+}  // namespace
+
+bool WalkBase::links_held(const env::Venv& venv, int store_fd) const {
+  auto recorded = read_file(store_state_file(venv), 4096);
+  auto store = store_identity(store_fd);
+  return recorded && store && *recorded == store_state_text(m_file, *store);
+}
+
+void remember_store(const env::Venv& venv, int store_fd) {
+  const fs::path file = store_state_file(venv);
+  auto walk_base = file_identity(walk_base_file(venv));
+  auto store = store_identity(store_fd);
+  if (!walk_base || !store) return;
+  const fs::path temporary = file.string() + ".tmp";
+  if (!write_unsynced(temporary, store_state_text(*walk_base, *store)) ||
+      ::rename(temporary.c_str(), file.c_str()) != 0) {
+    spdlog::debug("{}: not written; the next snapshot reads the store", file.string());
+    (void)::unlink(temporary.c_str());
+  }
+}
+
+Status forget_store(const env::Venv& venv) {
+  const fs::path file = store_state_file(venv);
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+    return make_error(ExitCode::error, "cannot remove {}: {}", file.string(), errno_message(errno));
+  }
+  return ok();
 }
 
 bool WalkBase::unchanged(const std::string& rel, const struct stat& st) const {
@@ -57,7 +113,7 @@ const std::vector<std::uint32_t>& WalkBase::children(const std::string& rel) con
   return it == m_children.end() ? none : it->second;
 }
 
-void remember_walk(const env::Venv& venv, const fs::path& manifest) {
+bool remember_walk(const env::Venv& venv, const fs::path& manifest) {
   const fs::path base = walk_base_file(venv);
   const fs::path temporary = base.string() + ".tmp";
   (void)::unlink(temporary.c_str());
@@ -67,7 +123,9 @@ void remember_walk(const env::Venv& venv, const fs::path& manifest) {
                   errno_message(errno));
     (void)::unlink(temporary.c_str());
     (void)::unlink(base.c_str());
+    return false;
   }
+  return true;
 }
 
 Result<std::int64_t> filesystem_now(const env::Venv& venv) {

@@ -42,18 +42,35 @@ class WalkBase {
   const std::vector<std::uint32_t>& children(const std::string& rel) const;
   const ManifestEntry& entry(std::uint32_t index) const { return m_manifest.entries[index]; }
 
+  // Whether the store (opened as `store_fd`) still holds a link for every file entry of this
+  // walk, so that a snapshot need not read the store to know it: the walk that wrote this base
+  // recorded the store directory's identity beside it (remember_store), and the directory has
+  // not changed since. Every link made or dropped changes its mtime and ctime; a drop in the same
+  // clock tick is covered by drop_unreferenced_store_links, which forgets the record first.
+  bool links_held(const env::Venv& venv, int store_fd) const;
+
  private:
   explicit WalkBase(Manifest manifest);
 
   Manifest m_manifest;
+  FileIdentity m_file;  // walk-base's own identity when it was read
   // Both keyed by views into m_manifest's paths, which never move after construction.
   std::unordered_map<std::string_view, std::uint32_t> m_dirs;
   std::unordered_map<std::string_view, std::vector<std::uint32_t>> m_children;
 };
 
 // Makes `manifest` (a tree snapshot's, just written) the base of the next walk: a hard link
-// renamed over walk-base. A failure only costs the next snapshot a full walk (logged).
-void remember_walk(const env::Venv& venv, const fs::path& manifest);
+// renamed over walk-base. A failure only costs the next snapshot a full walk (logged); returns
+// whether walk-base is now `manifest`.
+bool remember_walk(const env::Venv& venv, const fs::path& manifest);
+
+// After remember_walk made the walk just finished the base (every link it needed made): records
+// the store directory's identity now with that of walk-base, in <venv>/.venvfix/store-state.
+// Not made durable: a record lost, torn or older than walk-base only costs the next snapshot a
+// read of the store.
+void remember_store(const env::Venv& venv, int store_fd);
+// Removes the record (before links are dropped from the store).
+Status forget_store(const env::Venv& venv);
 
 // The filesystem's clock now: the ctime of <venv>/.venvfix/clock right after touching it. Every
 // inode change after this call gets a ctime at least this (the kernel's timestamps never go back,

@@ -74,7 +74,7 @@ struct Placement {
 };
 
 std::string csv_field(std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
+  if (find_first_of_few(field, ",\"\r\n") == std::string_view::npos) return std::string(field);
   std::string out = "\"";
   for (char c : field) {
     if (c == '"') out += '"';

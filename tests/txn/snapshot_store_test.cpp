@@ -207,6 +207,44 @@ TEST_F(TxnSnapshotStore, LaterSnapshotReadsOnlyTheDirectoriesThatChanged) {
   EXPECT_EQ(snapshot("full").dirs_listed, k_dirs - 1);
 }
 
+// A later snapshot takes it that the store still holds every file of the last walk only while
+// the store directory is as that walk left it (store-state): after delete or prune dropped links
+// (straight after the walk: in its clock tick), or a link removed by hand, it reads the store and
+// links again what is gone.
+TEST_F(TxnSnapshotStore, ALaterSnapshotLinksAgainWhatTheStoreLostSinceTheLastWalk) {
+  settle();
+  SnapshotInfo first = snapshot("first");
+  EXPECT_TRUE(first.store_read);
+  EXPECT_EQ(first.linked, 7u);
+  ASSERT_TRUE(delete_snapshot(m_venv, *m_lock, first.id));
+  EXPECT_EQ(count_entries(store()), 0u);
+  settle();
+  SnapshotInfo second = snapshot("second");
+  EXPECT_EQ(second.dirs_carried, k_dirs - 1);
+  EXPECT_TRUE(second.store_read);
+  EXPECT_EQ(second.linked, 7u) << "carried-over files whose links were dropped";
+  EXPECT_EQ(count_entries(store()), 7u);
+  settle();
+  SnapshotInfo third = snapshot("third");
+  EXPECT_FALSE(third.store_read) << "nothing dropped since the last walk";
+  EXPECT_EQ(third.linked, 0u);
+  // A link removed by hand changes the store directory.
+  settle();
+  fs::path one = fs::directory_iterator(store())->path();
+  ASSERT_TRUE(fs::remove(one));
+  settle();
+  SnapshotInfo fourth = snapshot("fourth");
+  EXPECT_TRUE(fourth.store_read);
+  EXPECT_EQ(fourth.linked, 1u);
+  EXPECT_TRUE(fs::exists(one));
+  // Each of them restores its state from the store.
+  auto before = fingerprint(m_venv);
+  replace("pkg/__init__.py", "x = 2\n");
+  fs::remove_all(site() / "pkg/sub");
+  ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, third.id, KeepSnapshot::no));
+  EXPECT_EQ(fingerprint(m_venv), before);
+}
+
 // A file written in place or chmod'ed leaves its directory as it was, so the next snapshot carries
 // the file's older identity over. Its ctime shows the change came before that snapshot's walk: the
 // snapshot restores the file as it was when it was taken.

@@ -15,6 +15,11 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 // `text` with every occurrence of `key` replaced by `value` (left to right, not rescanned).
 std::string replace_all(std::string text, std::string_view key, std::string_view value);
 bool is_ascii_space(char c);
+// The first character of `text` at or after `start` that is one of the few in `set`, or npos.
+// For sets of characters below 64 (line breaks, tab, quotes, '%', ','), a bit test per character:
+// std::string_view::find_first_of calls memchr over the set for every character, several times
+// slower on long texts (RECORDs, snapshot manifests).
+std::size_t find_first_of_few(std::string_view text, std::string_view set, std::size_t start = 0);
 // For messages: cuts long or binary text to something printable.
 std::string printable_excerpt(std::string_view text, std::size_t max_length = 80);
 

@@ -44,6 +44,9 @@ struct SnapshotInfo {
   // from the last walk because they had not changed since.
   std::uint64_t dirs_listed = 0;
   std::uint64_t dirs_carried = 0;
+  // create_snapshot only: it read the store's names, because it could not know that the store
+  // still held every file of the last walk (none, or links dropped or made since).
+  bool store_read = false;
 };
 
 fs::path snapshots_dir(const env::Venv& venv);
