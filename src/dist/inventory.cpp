@@ -258,13 +258,21 @@ Status Inventory::index_paths() {
   std::vector<std::uint32_t> last_owner;
   count.reserve(rows);
   last_owner.reserve(rows);
+  std::string joined;  // reused: most rows are site-packages + '/' + a plain relative path
   for (std::size_t d = 0; d < distributions.size(); ++d) {
     Distribution& dist = distributions[d];
     dist.record_path_ids.clear();
     dist.record_path_ids.reserve(dist.record.size());
+    const std::string& site = dist.site_packages.native();
+    const bool plain_site =
+        site.starts_with('/') && is_plain_relative(std::string_view(site).substr(1));
     for (const RecordEntry& entry : dist.record) {
-      std::optional<PathTable::Id> interned =
-          paths.intern(resolve_record_path(dist.site_packages, entry.path));
+      if (plain_site && is_plain_relative(entry.path)) {
+        joined.assign(site).append(1, '/').append(entry.path);
+      } else {
+        joined = resolve_record_path(dist.site_packages, entry.path);
+      }
+      std::optional<PathTable::Id> interned = paths.intern(joined);
       if (!interned) {
         return make_error(ExitCode::error, "the RECORDs of this venv list more than {} paths",
                           PathTable::max_paths);

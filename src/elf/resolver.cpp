@@ -121,7 +121,7 @@ class Resolver::Session {
     }
     if (search_ld_library_path(*name, r)) return r;
     if (needing != nullptr && needing->info->has_runpath) {
-      const auto& list = m_resolver.search_list(m_graph, *loader, PathTag::runpath);
+      auto& list = m_resolver.search_list(m_graph, *loader, PathTag::runpath);
       if (search(list, *name, SearchStep::runpath, *loader, r) || !r.error.empty()) return r;
     }
     const bool nodeflib =
@@ -155,14 +155,14 @@ class Resolver::Session {
     std::size_t guard = 0;
     for (std::optional<std::size_t> l = loader; l && guard <= m_graph.objects.size();
          l = m_graph.objects[*l].loader, ++guard) {
-      const auto& list = m_resolver.search_list(m_graph, *l, PathTag::rpath);
+      auto& list = m_resolver.search_list(m_graph, *l, PathTag::rpath);
       if (list.empty()) continue;
       if (search(list, name, SearchStep::rpath, *l, r) || !r.error.empty()) return true;
       did_main |= *l == m_graph.main_program;
     }
     const LoadedObject& main = m_graph.objects[m_graph.main_program];
     if (did_main || main.reason == LoadReason::dlopened) return false;
-    const auto& list = m_resolver.search_list(m_graph, m_graph.main_program, PathTag::rpath);
+    auto& list = m_resolver.search_list(m_graph, m_graph.main_program, PathTag::rpath);
     if (list.empty()) return false;
     return search(list, name, SearchStep::rpath, m_graph.main_program, r) || !r.error.empty();
   }
@@ -170,15 +170,22 @@ class Resolver::Session {
   // LD_LIBRARY_PATH ($ORIGIN there is the main program's).
   bool search_ld_library_path(const std::string& name, Resolution& r) {
     if (m_resolver.m_system.ld_library_path.empty()) return false;
-    std::vector<std::string> elements;
-    for (const fs::path& dir : m_resolver.m_system.ld_library_path) {
-      elements.push_back(dir.string());
+    const LoadedObject& main = m_graph.objects[m_graph.main_program];
+    const bool canonical_origin =
+        main.reason == LoadReason::main_program && m_resolver.m_executable.has_value();
+    auto [list, fresh] =
+        m_resolver.m_lists.try_emplace((canonical_origin ? "L:X:" : "L:") + main.path.string());
+    if (fresh) {
+      std::vector<std::string> elements;
+      for (const fs::path& dir : m_resolver.m_system.ld_library_path) {
+        elements.push_back(dir.string());
+      }
+      for (auto& d : detail::decompose(elements, dst_values(m_graph.main_program))) {
+        list->second.push_back(m_resolver.search_dir(std::move(d.dir), std::move(d.entry)));
+      }
     }
-    const auto list = detail::decompose(elements, dst_values(m_graph.main_program));
-    std::vector<SearchDir> dirs;
-    dirs.reserve(list.size());
-    for (const auto& d : list) dirs.push_back({d.dir, d.entry});
-    return search(dirs, name, SearchStep::ld_library_path, std::nullopt, r) || !r.error.empty();
+    return search(list->second, name, SearchStep::ld_library_path, std::nullopt, r) ||
+           !r.error.empty();
   }
 
   // ld.so.cache; under -z nodefaultlib an entry in a default directory does not count.
@@ -199,13 +206,8 @@ class Resolver::Session {
   }
 
   bool search_default_dirs(const std::string& name, Resolution& r) {
-    std::vector<SearchDir> dirs;
-    for (const fs::path& dir : m_resolver.m_system.default_dirs) {
-      std::string text = dir.string();
-      if (text.empty() || text.back() != '/') text += '/';
-      dirs.push_back({text, dir.string()});
-    }
-    return search(dirs, name, SearchStep::default_dir, std::nullopt, r) || !r.error.empty();
+    return search(m_resolver.m_default_dirs, name, SearchStep::default_dir, std::nullopt, r) ||
+           !r.error.empty();
   }
 
   detail::DstValues dst_values(std::size_t object) const {
@@ -321,19 +323,17 @@ class Resolver::Session {
     }
   }
 
-  // open_path: tries `name` in every directory of `dirs`. True when found; false with
-  // r.error set when the loader would stop with an error.
-  bool search(const std::vector<SearchDir>& dirs, const std::string& name, SearchStep step,
+  // open_path: tries `name` in every directory of `dirs` (each hwcaps subdirectory first).
+  // True when found; false with r.error set when the loader would stop with an error.
+  bool search(std::vector<SearchDir>& dirs, const std::string& name, SearchStep step,
               std::optional<std::size_t> via, Resolution& r) {
-    for (const SearchDir& dir : dirs) {
-      r.searched.push_back(display_dir(dir.dir));
-      bool stop = false;
-      auto attempt = [&](const std::string& sub_dir) -> bool {
-        const auto& listing = m_resolver.listing(sub_dir);
-        if (listing && !std::binary_search(listing->begin(), listing->end(), name)) {
-          return false;
-        }
-        const std::string path = sub_dir + name;
+    for (SearchDir& dir : dirs) {
+      r.searched.push_back(dir.display);
+      for (ProbeDir& probe : dir.probes) {
+        if (probe.listing == nullptr) probe.listing = &m_resolver.listing(probe.dir);
+        const Listing& listing = *probe.listing;
+        if (listing && !std::binary_search(listing->begin(), listing->end(), name)) continue;
+        const std::string path = probe.dir + name;
         Candidate c = try_file(path, r);
         switch (c.outcome) {
           case Candidate::Outcome::found:
@@ -343,22 +343,12 @@ class Resolver::Session {
             found(r, path, c);
             return true;
           case Candidate::Outcome::fatal:
-            stop = true;
-            return false;
           case Candidate::Outcome::stop_list:
-            stop = true;
             return false;
           case Candidate::Outcome::go_on:
-            return false;
+            break;
         }
-        return false;
-      };
-      for (const std::string& sub : m_resolver.m_system.hwcap_subdirs) {
-        if (attempt(dir.dir + sub + "/")) return true;
-        if (stop) return false;
       }
-      if (attempt(dir.dir)) return true;
-      if (stop) return false;
     }
     return false;
   }
@@ -375,12 +365,27 @@ Resolver::Resolver(SystemView system, std::shared_ptr<ElfSource> source,
                    std::optional<fs::path> executable)
     : m_system(std::move(system)),
       m_source(source ? std::move(source) : std::make_shared<ElfSource>()),
-      m_executable(std::move(executable)) {}
+      m_executable(std::move(executable)) {
+  for (const fs::path& dir : m_system.default_dirs) {
+    std::string text = dir.string();
+    if (text.empty() || text.back() != '/') text += '/';
+    m_default_dirs.push_back(search_dir(std::move(text), dir.string()));
+  }
+}
 
-const std::optional<std::vector<std::string>>& Resolver::listing(const std::string& dir) {
+Resolver::SearchDir Resolver::search_dir(std::string dir, std::string entry) const {
+  SearchDir out;
+  for (const std::string& sub : m_system.hwcap_subdirs) out.probes.push_back({dir + sub + "/"});
+  out.display = display_dir(dir);
+  out.probes.push_back({std::move(dir)});
+  out.entry = std::move(entry);
+  return out;
+}
+
+const Resolver::Listing& Resolver::listing(const std::string& dir) {
   auto it = m_listings.find(dir);
   if (it != m_listings.end()) return it->second;
-  std::optional<std::vector<std::string>> names;
+  Listing names;
   const std::string open_as = dir.empty() ? "." : dir;
   if (DIR* handle = ::opendir(open_as.c_str())) {
     names.emplace();
@@ -394,8 +399,8 @@ const std::optional<std::vector<std::string>>& Resolver::listing(const std::stri
   return m_listings.emplace(dir, std::move(names)).first->second;
 }
 
-const std::vector<Resolver::SearchDir>& Resolver::search_list(const LoadGraph& graph,
-                                                              std::size_t object, PathTag tag) {
+std::vector<Resolver::SearchDir>& Resolver::search_list(const LoadGraph& graph, std::size_t object,
+                                                        PathTag tag) {
   const LoadedObject& o = graph.objects[object];
   const bool canonical_origin = object == graph.main_program && m_executable.has_value();
   std::string key = (tag == PathTag::runpath ? "R:" : "P:") +
@@ -417,7 +422,7 @@ const std::vector<Resolver::SearchDir>& Resolver::search_list(const LoadGraph& g
     }
     values.origin = detail::origin_of(origin_name, current_dir());
     for (auto& d : detail::decompose(elements, values)) {
-      dirs.push_back({std::move(d.dir), std::move(d.entry)});
+      dirs.push_back(search_dir(std::move(d.dir), std::move(d.entry)));
     }
   }
   return m_lists.emplace(std::move(key), std::move(dirs)).first->second;

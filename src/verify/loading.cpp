@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
@@ -13,6 +15,12 @@
 namespace venvfix::verify {
 
 namespace {
+
+// The last component of a RECORD path (fs::path::filename without building a path: every
+// RECORD row of the venv goes through here).
+std::string_view record_file_name(std::string_view record_path) {
+  return record_path.substr(record_path.rfind('/') + 1);
+}
 
 std::vector<std::string> sorted_listing(const fs::path& dir) {
   std::vector<std::string> names;
@@ -27,9 +35,10 @@ std::vector<std::string> sorted_listing(const fs::path& dir) {
 // What a loaded venv object loads with dlopen by bare soname (cuDNN's sub-libraries): the
 // manifest release matching the installed version of the distribution whose RECORD owns it.
 // The set changes with the version (cuDNN 9.21 added libcudnn_engines_tensor_ir.so.9).
+// `path`: lexically normal.
 std::vector<std::string> dlopens_of(const Analysis& analysis, const manifest::Manifests& manifests,
                                     const fs::path& path, const std::string& soname) {
-  for (std::size_t owner : analysis.inventory.owners_of(path.lexically_normal())) {
+  for (std::size_t owner : analysis.inventory.owners_of(path)) {
     const dist::Distribution& dist = analysis.inventory.distributions[owner];
     const manifest::Distribution* known = manifests.find_distribution(dist.normalized_name);
     if (known == nullptr) continue;
@@ -89,7 +98,7 @@ class UseCollector {
     for (const dist::Distribution& dist : analysis.inventory.distributions) {
       for (const dist::RecordEntry& entry : dist.record) {
         if (looks_like_shared_object(entry.path)) {
-          m_record_sonames.insert(fs::path(entry.path).filename().string());
+          m_record_sonames.emplace(record_file_name(entry.path));
         }
       }
     }
@@ -117,7 +126,9 @@ class UseCollector {
   void collect_graph(elf::LoadGraph& graph, std::size_t way, std::set<fs::path>& reached);
   void observe(const fs::path& consumer, const elf::Resolution& resolution, bool dlopen,
                std::size_t way);
-  bool fails(const elf::Resolution& resolution) const;
+  bool fails(const elf::Resolution& resolution);
+  // path.lexically_normal(), remembered: the same objects come back for every root.
+  const fs::path& normal(const fs::path& path);
 
   Analysis& m_analysis;
   const manifest::Manifests& m_manifests;
@@ -127,6 +138,7 @@ class UseCollector {
   std::vector<std::string> m_way_labels;
   std::map<std::pair<std::string, std::string>, UseRecord> m_records;
   std::set<fs::path> m_opened;
+  std::unordered_map<std::string, fs::path> m_normal;
 };
 
 // A Python extension module, which the interpreter opens by path itself; other libraries are
@@ -228,20 +240,30 @@ void UseCollector::collect_graph(elf::LoadGraph& graph, std::size_t way,
         graph.objects[i].reason == elf::LoadReason::interpreter) {
       continue;
     }
-    fs::path path = graph.objects[i].path.lexically_normal();
+    const fs::path& path = normal(graph.objects[i].path);
     reached.insert(path);
-    for (const elf::Resolution& need : graph.objects[i].needs) observe(path, need, false, way);
+    const bool ours = inside_environment(m_analysis.venv, path);  // not the system's own needs
+    if (ours) {
+      for (const elf::Resolution& need : graph.objects[i].needs) observe(path, need, false, way);
+    }
     std::shared_ptr<const elf::ElfInfo> info = graph.objects[i].info;
     if (info == nullptr || info->soname.empty()) continue;
     for (const std::string& soname : dlopens_of(m_analysis, m_manifests, path, info->soname)) {
-      observe(path, m_resolver.dlopen(graph, i, soname).resolution, true, way);
+      elf::DlopenResult opened = m_resolver.dlopen(graph, i, soname);
+      if (ours) observe(path, opened.resolution, true, way);
     }
   }
 }
 
-bool UseCollector::fails(const elf::Resolution& resolution) const {
+const fs::path& UseCollector::normal(const fs::path& path) {
+  auto [it, fresh] = m_normal.try_emplace(path.native());
+  if (fresh) it->second = path.lexically_normal();
+  return it->second;
+}
+
+bool UseCollector::fails(const elf::Resolution& resolution) {
   if (!resolution.resolved()) return true;
-  fs::path path = resolution.path->lexically_normal();
+  const fs::path& path = normal(*resolution.path);
   if (inside_environment(m_analysis.venv, path)) return false;
   if (m_manifests.system_provider(resolution.soname)) return false;
   return venv_should_provide(m_analysis, m_manifests, m_record_sonames, resolution.soname);
@@ -249,15 +271,17 @@ bool UseCollector::fails(const elf::Resolution& resolution) const {
 
 void UseCollector::observe(const fs::path& consumer, const elf::Resolution& resolution, bool dlopen,
                            std::size_t way) {
-  if (!inside_environment(m_analysis.venv, consumer))
-    return;  // the system's own needs are not ours
-  UseRecord& record = m_records[{consumer.string(), resolution.soname}];
-  record.consumer = consumer;
+  auto [slot, first] = m_records.try_emplace({consumer.string(), resolution.soname});
+  UseRecord& record = slot->second;
+  if (first) record.consumer = consumer;
   record.dlopen = record.dlopen || dlopen;
-  bool failed = fails(resolution);
-  auto [it, fresh] = record.by_way.try_emplace(way, Observation{failed, resolution});
-  // Within one way, every root counts: the worst answer wins (unresolved over escaped).
-  if (!fresh && failed && (!it->second.fails || !resolution.resolved())) {
+  const bool failed = fails(resolution);
+  // Within one way, every root counts: the worst answer wins (unresolved over escaped). The
+  // resolution is copied only when it is kept: most uses repeat for every root.
+  auto it = record.by_way.find(way);
+  if (it == record.by_way.end()) {
+    record.by_way.emplace(way, Observation{failed, resolution});
+  } else if (failed && (!it->second.fails || !resolution.resolved())) {
     it->second = Observation{failed, resolution};
   }
 }
@@ -304,12 +328,12 @@ std::string consumers_text(const std::vector<std::string>& needed_by) {
 // A distribution whose RECORD owns a soname the targets need is needed, even when its file is
 // gone (the ghost case).
 void mark_record_owners_needed(Analysis& analysis) {
-  std::set<std::string> needed_sonames;
+  std::unordered_set<std::string_view> needed_sonames;
   for (const SonameUse& use : analysis.uses) needed_sonames.insert(use.soname);
   const auto& distributions = analysis.inventory.distributions;
   for (std::size_t i = 0; i < distributions.size(); ++i) {
     for (const dist::RecordEntry& entry : distributions[i].record) {
-      if (needed_sonames.count(fs::path(entry.path).filename().string())) {
+      if (needed_sonames.count(record_file_name(entry.path))) {
         analysis.needed[i] = true;
         break;
       }
@@ -415,8 +439,14 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
   std::map<std::string, SonameGroup> unresolved;
   std::map<std::string, SonameGroup> escaped;
   std::map<std::string, SonameGroup> on_some_ways;
+  const fs::path* shown = nullptr;  // uses come grouped by consumer: name each one once
+  std::string shown_as;
   for (const SonameUse& use : analysis.uses) {
-    std::string consumer = analysis.display_path(use.consumer);
+    if (shown == nullptr || shown->native() != use.consumer.native()) {
+      shown = &use.consumer;
+      shown_as = analysis.display_path(use.consumer);
+    }
+    std::string consumer = shown_as;
     if (use.dlopen) consumer += " (dlopen)";
     if (!use.fails_when.empty()) {
       SonameGroup& group = on_some_ways[use.soname];

@@ -199,6 +199,30 @@ TEST_F(ElfResolver, LdLibraryPathComesAfterRpathAndBeforeRunpath) {
   expect_same_as_loader(with_runpath, loader_list(path("a/liba_runpath.so"), env));
 }
 
+TEST_F(ElfResolver, OneResolverExpandsLdLibraryPathForEachMainProgram) {
+  // Without an executable the root is the main program, so $ORIGIN in LD_LIBRARY_PATH is the
+  // root's directory: the resolver keeps the expanded list per main program, not once.
+  for (const std::string side : {"x", "y"}) {
+    build_shared_object(path(side + "/dep/libdep.so.1"), SharedObject("libdep.so.1"));
+    build_shared_object(path(side + "/liba.so"),
+                        SharedObject("liba.so").needs(path(side + "/dep/libdep.so.1")));
+  }
+  SystemView view = m_host;
+  view.ld_library_path = {"$ORIGIN/dep"};
+  Resolver resolver(view);
+  for (const std::string side : {"x", "y", "x"}) {
+    auto graph = resolver.load(path(side + "/liba.so"));
+    ASSERT_TRUE(graph) << graph.error().message;
+    const Resolution* r = need(*graph, "liba.so", "libdep.so.1");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->step, SearchStep::ld_library_path) << side;
+    EXPECT_EQ(r->path, path(side + "/dep/libdep.so.1"));
+    EXPECT_EQ(r->searched, std::vector<fs::path>{path(side + "/dep")});
+    expect_same_as_loader(*graph,
+                          loader_list(path(side + "/liba.so"), "LD_LIBRARY_PATH='$ORIGIN/dep'"));
+  }
+}
+
 TEST_F(ElfResolver, CandidatesOfAnotherClassAreSkipped) {
   // A 32-bit object (no libc needed: the toolchain may lack 32-bit crt files).
   build_shared_object(path("dir32/libw.so.1"), SharedObject("libw.so.1").flags("-m32 -nostdlib"));

@@ -164,10 +164,21 @@ class Resolver {
   ElfSource& source() { return *m_source; }
 
  private:
-  struct SearchDir {
-    std::string dir;    // with one trailing '/', or "" for the current directory
-    std::string entry;  // the raw entry it came from
+  using Listing = std::optional<std::vector<std::string>>;
+  // One directory the loader tries for a search-path entry (a hwcaps subdirectory, or the
+  // entry's directory itself), with its listing once first needed: a resolution that walks
+  // fifteen RPATH entries then looks up no names to reach them.
+  struct ProbeDir {
+    std::string dir;                   // with one trailing '/', or "" for the current directory
+    const Listing* listing = nullptr;  // into m_listings, whose nodes do not move
   };
+  struct SearchDir {
+    std::string entry;             // the raw entry it came from
+    fs::path display;              // the directory as Resolution::searched names it
+    std::vector<ProbeDir> probes;  // the hwcaps subdirectories first, then the directory
+  };
+  // `dir`: with one trailing '/', or "" for the current directory.
+  SearchDir search_dir(std::string dir, std::string entry) const;
   struct Candidate;
   class Session;
 
@@ -190,16 +201,17 @@ class Resolver {
                    std::vector<std::size_t>* added = nullptr, std::size_t first_new = 0);
 
   enum class PathTag { rpath, runpath };  // which of the object's DT_RPATH, DT_RUNPATH
-  const std::vector<SearchDir>& search_list(const LoadGraph& graph, std::size_t object,
-                                            PathTag tag);
+  std::vector<SearchDir>& search_list(const LoadGraph& graph, std::size_t object, PathTag tag);
   // The names present in a directory (nullopt: not a listable directory).
-  const std::optional<std::vector<std::string>>& listing(const std::string& dir);
+  const Listing& listing(const std::string& dir);
 
   SystemView m_system;
   std::shared_ptr<ElfSource> m_source;
   std::optional<fs::path> m_executable;
-  std::unordered_map<std::string, std::optional<std::vector<std::string>>> m_listings;
-  std::unordered_map<std::string, std::vector<SearchDir>> m_lists;  // by object path + kind
+  std::unordered_map<std::string, Listing> m_listings;
+  // Search lists by kind and object path: DT_RPATH, DT_RUNPATH, LD_LIBRARY_PATH (by main program).
+  std::unordered_map<std::string, std::vector<SearchDir>> m_lists;
+  std::vector<SearchDir> m_default_dirs;
 };
 
 }  // namespace venvfix::elf
