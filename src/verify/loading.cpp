@@ -124,6 +124,8 @@ class UseCollector {
   bool loads_cleanly(const fs::path& root);
   void collect_way(const Target& target, const LoadWay& way, std::size_t index);
   void collect_graph(elf::LoadGraph& graph, std::size_t way, std::set<fs::path>& reached);
+  // `consumer`: a lexically normal path inside the environment (callers check it once per
+  // object; the system's own needs are not ours).
   void observe(const fs::path& consumer, const elf::Resolution& resolution, bool dlopen,
                std::size_t way);
   bool fails(const elf::Resolution& resolution);
