@@ -3,6 +3,10 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <map>
 #include <string>
@@ -21,20 +25,39 @@ namespace venvfix::wheel::testing {
 using test_support::run_command;
 using test_support::shell_quote;
 
-// The directory with every wheel of make_wheels.py; built on first use, removed at exit.
-inline const fs::path& test_wheels() {
-  static TempDir* dir = [] {
-    auto made = TempDir::create("venvfix-wheels-");
-    EXPECT_TRUE(made);
-    auto* d = new TempDir(std::move(*made));
+// The directory with every wheel of make_wheels.py, built on first use. It is removed when the
+// process that made it exits, and only by that process: a forked child that calls exit() runs the
+// same static destructors and must not delete its parent's wheels.
+class TestWheelsDir {
+ public:
+  TestWheelsDir() : m_owner(::getpid()) {
+    std::string pattern = (fs::temp_directory_path() / "venvfix-wheels-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(pattern.data()), nullptr) << pattern << ": " << errno_message(errno);
+    m_path = pattern;
     auto out = run_command(
         "python3 " +
         shell_quote(venvfix::testing::source_dir().string() + "/tests/wheel/make_wheels.py") + " " +
-        shell_quote(d->path().string()));
-    EXPECT_EQ(out.status, 0);
-    return d;
-  }();
-  return dir->path();
+        shell_quote(m_path.string()));
+    EXPECT_EQ(out.status, 0) << out.out;
+  }
+  TestWheelsDir(const TestWheelsDir&) = delete;
+  TestWheelsDir& operator=(const TestWheelsDir&) = delete;
+  ~TestWheelsDir() {
+    if (::getpid() != m_owner) return;
+    std::error_code ignored;
+    fs::remove_all(m_path, ignored);
+  }
+
+  const fs::path& path() const { return m_path; }
+
+ private:
+  pid_t m_owner;
+  fs::path m_path;
+};
+
+inline const fs::path& test_wheels() {
+  static const TestWheelsDir dir;
+  return dir.path();
 }
 
 // ensurepip's bundled wheel of `project` ("pip", "setuptools") for the machine's python3.
