@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian package the way a release does (Release build, `cpack -G DEB`), checks what
-# it holds and that its Depends came from dpkg-shlibdeps, then installs it with apt into a clean
-# Debian 12 root made by debootstrap and runs `venvfix --version` and `venvfix doctor` of a venv
-# made inside that root. Needs root (chroot) and the Debian mirror; the root is cached as a
+# it holds and that its Depends came from dpkg-shlibdeps (and, for the two libraries venvfix
+# dlopens, from their shlibs files), then installs it with apt into a clean Debian 12 root made by
+# debootstrap, runs `venvfix --version` and `venvfix doctor` of a venv made inside that root,
+# and loads there the libcurl and libarchive sonames the binary names. Needs root (chroot) and the Debian mirror; the root is cached as a
 # tarball under ~/.cache/venvfix-package-test so a rerun does not download it again.
 #
 #   scripts/package-test.sh            # everything
@@ -32,7 +33,7 @@ step "what the package holds"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for lib in libcurl libarchive libssl libelf libdeflate libisal libc6 libstdc++6; do
-  [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib (dpkg-shlibdeps did not run?): $depends"
+  [[ $depends == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
 done
 contents=$(dpkg-deb -c "$deb")
 for file in ./usr/bin/venvfix ./usr/share/venvfix/manifests/torch.json \
@@ -86,5 +87,13 @@ import json, sys
 d = json.load(open("/tmp/doctor.json"))
 assert d["schema"] == "venvfix-doctor/1", d["schema"]
 print("doctor in the clean root:", d["schema"], "findings:", len(d["findings"]))'
+# libcurl and libarchive are not linked but dlopened when a command downloads or unpacks: the
+# sonames the binary asks for must load in the root its Depends made.
+for soname in libcurl.so.4 libarchive.so.13; do
+  grep -qaF "$soname" "$root/usr/bin/venvfix" || fail "/usr/bin/venvfix does not name $soname"
+  chroot "$root" python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$soname" ||
+    fail "$soname does not load in the root the package's Depends made"
+done
+echo "libcurl.so.4 and libarchive.so.13 load in the clean root"
 chroot "$root" sh -c 'man -w venvfix >/dev/null 2>&1 || test -f /usr/share/man/man1/venvfix.1'
 echo "package-test: ok in ${SECONDS}s"

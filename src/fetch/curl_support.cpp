@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <ctime>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -10,17 +9,20 @@
 
 namespace venvfix::fetch::detail {
 
-void ensure_curl_initialised() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-ShareHandle make_share() {
-  ShareHandle share(curl_share_init());
-  curl_share_setopt(share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-  curl_share_setopt(share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-  curl_share_setopt(share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-  return share;
+Status CurlSession::open() {
+  if (m_multi) return ok();
+  VENVFIX_TRY(load_libcurl());
+  ShareHandle share(libcurl().share_init());
+  libcurl().share_setopt(share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  libcurl().share_setopt(share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  libcurl().share_setopt(share.get(), CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+  MultiHandle multi(libcurl().multi_init());
+  libcurl().multi_setopt(multi.get(), CURLMOPT_MAX_HOST_CONNECTIONS, m_max_connections);
+  libcurl().multi_setopt(multi.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, m_max_connections);
+  libcurl().multi_setopt(multi.get(), CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+  m_share = std::move(share);
+  m_multi = std::move(multi);
+  return ok();
 }
 
 bool has_scheme(std::string_view url, std::string_view scheme) {
@@ -30,34 +32,35 @@ bool has_scheme(std::string_view url, std::string_view scheme) {
 
 void set_common_options(CURL* easy, const FetchConfig& config, CURLSH* share,
                         std::string_view url) {
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_SHARE, share);
-  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
+  libcurl().easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  libcurl().easy_setopt(easy, CURLOPT_SHARE, share);
+  libcurl().easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+  libcurl().easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
   // A redirect may never lead to a local file (or to anything but HTTP).
-  curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  libcurl().easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  libcurl().easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   auto timeout_ms = static_cast<long>(std::ceil(std::max(config.timeout_seconds, 0.001) * 1000));
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  libcurl().easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
   // Below 1 byte/s for the whole window is a stall.
-  curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
-                   std::max(1L, static_cast<long>(std::ceil(config.timeout_seconds))));
+  libcurl().easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  libcurl().easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
+                        std::max(1L, static_cast<long>(std::ceil(config.timeout_seconds))));
   if (config.total_timeout_seconds > 0) {
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(std::ceil(config.total_timeout_seconds * 1000)));
+    libcurl().easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+                          static_cast<long>(std::ceil(config.total_timeout_seconds * 1000)));
   }
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (config.ca_cert) curl_easy_setopt(easy, CURLOPT_CAINFO, config.ca_cert->c_str());
-  curl_easy_setopt(easy, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
-  if (config.netrc_file) curl_easy_setopt(easy, CURLOPT_NETRC_FILE, config.netrc_file->c_str());
-  curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  libcurl().easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
+  libcurl().easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (config.ca_cert) libcurl().easy_setopt(easy, CURLOPT_CAINFO, config.ca_cert->c_str());
+  libcurl().easy_setopt(easy, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+  if (config.netrc_file)
+    libcurl().easy_setopt(easy, CURLOPT_NETRC_FILE, config.netrc_file->c_str());
+  libcurl().easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
   // Waiting for a connection to learn whether it multiplexes pays only where HTTP/2 can be had,
   // over TLS: on plain http, curl would queue every download to the host behind the first one
   // on its single connection instead of opening one per transfer.
-  curl_easy_setopt(easy, CURLOPT_PIPEWAIT, has_scheme(url, "https") ? 1L : 0L);
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, "venvfix/" VENVFIX_VERSION);
+  libcurl().easy_setopt(easy, CURLOPT_PIPEWAIT, has_scheme(url, "https") ? 1L : 0L);
+  libcurl().easy_setopt(easy, CURLOPT_USERAGENT, "venvfix/" VENVFIX_VERSION);
 }
 
 bool is_retryable(CURLcode code) {
@@ -107,7 +110,7 @@ std::optional<double> parse_retry_after(std::string_view value,
 
 std::string describe_curl_error(CURLcode code, const char* error_buffer) {
   std::string detail = error_buffer != nullptr && *error_buffer ? std::string(error_buffer)
-                                                                : curl_easy_strerror(code);
+                                                                : libcurl().easy_strerror(code);
   switch (code) {
     case CURLE_PEER_FAILED_VERIFICATION:
       return fmt::format(

@@ -1,9 +1,7 @@
-// libcurl plumbing shared by the downloader's transfers: one-time global initialisation, RAII
-// owners for curl's handles, the options every request gets, and how curl's outcomes map to
-// "retry" or "give up". Private to src/fetch: <curl/curl.h> appears nowhere else.
+// libcurl plumbing shared by the downloader's transfers: RAII owners for curl's handles, the
+// options every request gets, and how curl's outcomes map to "retry" or "give up". Private to
+// src/fetch: <curl/curl.h> appears nowhere else.
 #pragma once
-
-#include <curl/curl.h>
 
 #include <chrono>
 #include <memory>
@@ -11,33 +9,49 @@
 #include <string>
 #include <string_view>
 
+#include "curl_library.hpp"
+#include "venvfix/base/result.hpp"
 #include "venvfix/fetch/config.hpp"
 
 namespace venvfix::fetch::detail {
 
-// curl_global_init exactly once per process (thread-safe).
-void ensure_curl_initialised();
-
+// The deleters call libcurl(): a handle exists only once load_libcurl() succeeded.
 struct EasyDeleter {
-  void operator()(CURL* easy) const { curl_easy_cleanup(easy); }
+  void operator()(CURL* easy) const { libcurl().easy_cleanup(easy); }
 };
 struct MultiDeleter {
-  void operator()(CURLM* multi) const { curl_multi_cleanup(multi); }
+  void operator()(CURLM* multi) const { libcurl().multi_cleanup(multi); }
 };
 struct ShareDeleter {
-  void operator()(CURLSH* share) const { curl_share_cleanup(share); }
+  void operator()(CURLSH* share) const { libcurl().share_cleanup(share); }
 };
 struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const { libcurl().slist_free_all(list); }
 };
 using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
 using MultiHandle = std::unique_ptr<CURLM, MultiDeleter>;
 using ShareHandle = std::unique_ptr<CURLSH, ShareDeleter>;
 using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
 
-// A share handle for DNS, TLS sessions and connections, so page fetches and downloads reuse
-// each other's connections.
-ShareHandle make_share();
+// A downloader's multi handle and its share handle (DNS, TLS sessions and connections, so that
+// page fetches and downloads reuse each other's connections). Both are made, and libcurl
+// loaded, when the first transfer opens the session: a downloader that only answers from its
+// cache or from file:// URLs never loads libcurl.
+class CurlSession {
+ public:
+  explicit CurlSession(long max_connections) : m_max_connections(max_connections) {}
+
+  // Loads libcurl and makes the handles on the first call; the error names libcurl.
+  Status open();
+  // After open() succeeded.
+  CURLM* multi() const { return m_multi.get(); }
+  CURLSH* share() const { return m_share.get(); }
+
+ private:
+  long m_max_connections;
+  ShareHandle m_share;  // declared first: the multi handle goes before the share it used
+  MultiHandle m_multi;
+};
 
 // Whether `url` starts with `scheme` and "://" (the scheme in any case).
 bool has_scheme(std::string_view url, std::string_view scheme);

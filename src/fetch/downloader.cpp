@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 
@@ -23,11 +24,11 @@ namespace venvfix::fetch {
 using detail::Transfer;
 
 struct Downloader::Impl {
-  explicit Impl(const FetchConfig& c) : config(c), cache(c.cache_dir) {}
+  explicit Impl(const FetchConfig& c)
+      : config(c), cache(c.cache_dir), session(std::clamp(c.parallel, 1, 64)) {}
   FetchConfig config;
   DownloadCache cache;
-  detail::ShareHandle share;
-  detail::MultiHandle multi;
+  detail::CurlSession session;
 };
 
 namespace {
@@ -82,14 +83,6 @@ Result<DownloadResult> finish_download(const DownloadCache& cache, const Downloa
 }  // namespace
 
 Downloader::Downloader(const FetchConfig& config) : m_impl(std::make_unique<Impl>(config)) {
-  detail::ensure_curl_initialised();
-  m_impl->share = detail::make_share();
-  m_impl->multi.reset(curl_multi_init());
-  long parallel = std::clamp(config.parallel, 1, 64);
-  curl_multi_setopt(m_impl->multi.get(), CURLMOPT_MAX_HOST_CONNECTIONS, parallel);
-  curl_multi_setopt(m_impl->multi.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, parallel);
-  curl_multi_setopt(m_impl->multi.get(), CURLMOPT_PIPELINING,
-                    static_cast<long>(CURLPIPE_MULTIPLEX));
   if (!config.cache_dir.empty()) m_impl->cache.remove_stale_temp_files(std::chrono::hours(24));
 }
 
@@ -164,11 +157,12 @@ class DownloadBatch {
   }
 
   // Cache hits and file:// copies, in request order, then the transfers as they finish.
-  Status settle(CURLM* multi, CURLSH* share) {
+  Status settle(detail::CurlSession& session) {
     detail::Progress progress(m_config.progress, m_requests.size(), m_known_total);
     for (std::size_t i = 0; i < m_cached; ++i) progress.from_cache();
     Status status = report_settled();
-    if (status && !m_to_download.empty()) status = transfer(multi, share, progress);
+    if (status && !m_to_download.empty()) status = session.open();
+    if (status && !m_to_download.empty()) status = transfer(session, progress);
     if (!status) {
       progress.clear();
       return status;
@@ -220,7 +214,7 @@ class DownloadBatch {
     return ok();
   }
 
-  Status transfer(CURLM* multi, CURLSH* share, detail::Progress& progress) {
+  Status transfer(const detail::CurlSession& session, detail::Progress& progress) {
     std::vector<std::unique_ptr<Transfer>> owned;
     std::vector<Transfer*> transfers;
     std::vector<std::string> names;
@@ -236,7 +230,7 @@ class DownloadBatch {
       transfers.push_back(owned.back().get());
       names.push_back(default_name(m_requests[index]));
     }
-    detail::TransferLoop loop(m_config, multi, share, &progress, "download");
+    detail::TransferLoop loop(m_config, session.multi(), session.share(), &progress, "download");
     return loop.run(transfers, names, "", [&](std::size_t id, Transfer& done) -> Status {
       std::size_t index = m_to_download[id];
       VENVFIX_TRY_ASSIGN(m_results[index], finish_download(m_cache, m_requests[index], done));
@@ -265,7 +259,7 @@ Result<std::vector<DownloadResult>> Downloader::download_each(
   }
   DownloadBatch batch(m_impl->config, m_impl->cache, requests, on_done);
   VENVFIX_TRY(batch.sort());
-  VENVFIX_TRY(batch.settle(m_impl->multi.get(), m_impl->share.get()));
+  VENVFIX_TRY(batch.settle(m_impl->session));
   return std::move(batch).results();
 }
 
@@ -286,11 +280,12 @@ Result<TextResponse> Downloader::get(const std::string& url,
 Result<TextResponse> Downloader::http_get(const std::string& url, const std::string& accept,
                                           const std::vector<std::string>& request_headers,
                                           std::uint64_t max_bytes) {
+  VENVFIX_TRY(m_impl->session.open());
   Transfer transfer(url, max_bytes);
   for (const std::string& line : request_headers) transfer.add_request_header(line);
   TextResponse response;
-  detail::TransferLoop loop(m_impl->config, m_impl->multi.get(), m_impl->share.get(), nullptr,
-                            "fetch");
+  detail::TransferLoop loop(m_impl->config, m_impl->session.multi(), m_impl->session.share(),
+                            nullptr, "fetch");
   VENVFIX_TRY(loop.run({&transfer}, {url}, accept, [&](std::size_t, Transfer& done) -> Status {
     response.status = done.status();
     response.body = std::move(done.body());

@@ -1,6 +1,5 @@
 #include "venvfix/fetch/page_cache.hpp"
 
-#include <curl/curl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "curl_library.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/sha256.hpp"
@@ -72,7 +72,11 @@ CacheDirectives parse_cache_control(std::string_view value) {
 std::optional<std::int64_t> parse_http_date(std::string_view text) {
   std::string copy(trim(text));
   if (copy.empty()) return std::nullopt;
-  time_t when = curl_getdate(copy.c_str(), nullptr);  // all three RFC 9110 formats
+  // curl_getdate reads all three formats of RFC 9110. Without libcurl no date parses: a cached
+  // page then counts as stale, which is the safe reading.
+  Result<const detail::CurlLibrary*> library = detail::load_libcurl();
+  if (!library) return std::nullopt;
+  time_t when = (*library)->getdate(copy.c_str(), nullptr);
   if (when == static_cast<time_t>(-1)) return std::nullopt;
   return static_cast<std::int64_t>(when);
 }

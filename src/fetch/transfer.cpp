@@ -45,7 +45,7 @@ Transfer::Transfer(std::string url, std::uint64_t max_bytes)
     : m_url(std::move(url)), m_max_bytes(max_bytes) {}
 
 CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const std::string& accept) {
-  m_easy.reset(curl_easy_init());
+  m_easy.reset(libcurl().easy_init());
   m_headers.reset();
   m_error_buffer[0] = '\0';
   m_status = 0;
@@ -54,37 +54,37 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
   m_body_started = false;
   CURL* easy = m_easy.get();
   set_common_options(easy, config, share, m_url);
-  curl_easy_setopt(easy, CURLOPT_URL, m_url.c_str());
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, m_error_buffer);
-  curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
-  curl_easy_setopt(easy, CURLOPT_HEADERDATA, this);
-  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, this);
+  libcurl().easy_setopt(easy, CURLOPT_URL, m_url.c_str());
+  libcurl().easy_setopt(easy, CURLOPT_ERRORBUFFER, m_error_buffer);
+  libcurl().easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
+  libcurl().easy_setopt(easy, CURLOPT_HEADERDATA, this);
+  libcurl().easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
+  libcurl().easy_setopt(easy, CURLOPT_WRITEDATA, this);
   curl_slist* headers = nullptr;
-  if (!accept.empty()) headers = curl_slist_append(headers, ("Accept: " + accept).c_str());
+  if (!accept.empty()) headers = libcurl().slist_append(headers, ("Accept: " + accept).c_str());
   for (const std::string& line : m_request_headers)
-    headers = curl_slist_append(headers, line.c_str());
+    headers = libcurl().slist_append(headers, line.c_str());
   if (m_file || m_stream) {
     // The hashing thread starts with the first attempt (not for every queued download).
     if (m_file && !m_hasher) m_hasher = std::make_unique<StreamHasher>(m_file->fd());
     // Wheels are stored as served: no transfer decoding that could change the hashed bytes.
-    curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 512L * 1024L);
+    libcurl().easy_setopt(easy, CURLOPT_BUFFERSIZE, 512L * 1024L);
     m_resume_from = (m_resumable && m_written > 0) ? m_written : 0;
     if (m_resume_from > 0) {
       std::string range = std::to_string(m_resume_from) + "-";
-      curl_easy_setopt(easy, CURLOPT_RANGE, range.c_str());  // copied by curl
+      libcurl().easy_setopt(easy, CURLOPT_RANGE, range.c_str());  // copied by curl
       if (!m_validator.empty()) {
-        headers = curl_slist_append(headers, ("If-Range: " + m_validator).c_str());
+        headers = libcurl().slist_append(headers, ("If-Range: " + m_validator).c_str());
       }
     }
   } else {
-    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // pages compress well
+    libcurl().easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // pages compress well
     m_body.clear();
     m_written = 0;
     m_resume_from = 0;
   }
   m_headers.reset(headers);
-  if (headers != nullptr) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  if (headers != nullptr) libcurl().easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
   ++attempt;
   return easy;
 }
@@ -92,7 +92,7 @@ CURL* Transfer::start_attempt(const FetchConfig& config, CURLSH* share, const st
 void Transfer::resume_if_room() {
   if (!m_paused || !m_stream || !m_stream->can_take(m_refused)) return;
   m_paused = false;
-  curl_easy_pause(m_easy.get(), CURLPAUSE_CONT);  // offers the bytes again: may pause again
+  libcurl().easy_pause(m_easy.get(), CURLPAUSE_CONT);  // offers the bytes again: may pause again
 }
 
 void Transfer::end_attempt() {
@@ -121,7 +121,7 @@ Status Transfer::restart() {
 
 std::string Transfer::effective_url() const {
   char* url = nullptr;
-  if (m_easy && curl_easy_getinfo(m_easy.get(), CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
+  if (m_easy && libcurl().easy_getinfo(m_easy.get(), CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK &&
       url != nullptr) {
     return url;
   }

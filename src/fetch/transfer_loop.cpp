@@ -88,9 +88,9 @@ void TransferLoop::start(RunState& state, std::size_t id) {
   Transfer& transfer = *state.transfers[id];
   CURL* easy = transfer.start_attempt(m_config, m_share, state.accept);
   // curl's private slot carries the transfer's id (+1, so that no id reads as null).
-  curl_easy_setopt(easy, CURLOPT_PRIVATE,
-                   reinterpret_cast<char*>(id + 1));  // NOLINT(performance-no-int-to-ptr)
-  curl_multi_add_handle(m_multi, easy);
+  libcurl().easy_setopt(easy, CURLOPT_PRIVATE,
+                        reinterpret_cast<char*>(id + 1));  // NOLINT(performance-no-int-to-ptr)
+  libcurl().multi_add_handle(m_multi, easy);
   state.active.push_back(id);
   if (m_progress != nullptr && transfer.attempt == 1) {
     m_progress->started(id, state.names[id], std::nullopt);
@@ -117,7 +117,7 @@ void TransferLoop::fill_slots(RunState& state) {
 
 void TransferLoop::abandon_all(RunState& state) {
   for (std::size_t id : state.active) {
-    curl_multi_remove_handle(m_multi, state.transfers[id]->easy());
+    libcurl().multi_remove_handle(m_multi, state.transfers[id]->easy());
     state.transfers[id]->end_attempt();
   }
   state.active.clear();
@@ -127,13 +127,13 @@ void TransferLoop::abandon_all(RunState& state) {
 // the run with every transfer still in flight abandoned.
 Status TransferLoop::collect_finished(RunState& state, const OnComplete& on_complete) {
   int left = 0;
-  while (CURLMsg* message = curl_multi_info_read(m_multi, &left)) {
+  while (CURLMsg* message = libcurl().multi_info_read(m_multi, &left)) {
     if (message->msg != CURLMSG_DONE) continue;
     char* tag = nullptr;
-    curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &tag);
+    libcurl().easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, &tag);
     std::size_t id = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(tag)) - 1;
     Transfer& transfer = *state.transfers[id];
-    curl_multi_remove_handle(m_multi, transfer.easy());
+    libcurl().multi_remove_handle(m_multi, transfer.easy());
     state.active.erase(std::find(state.active.begin(), state.active.end(), id));
     Error error;
     Outcome outcome = classify(transfer, message->data.result, error);
@@ -184,7 +184,7 @@ void TransferLoop::wait_for_work(const RunState& state) {
   for (std::size_t id : state.active) {
     if (state.transfers[id]->paused()) timeout = std::min(timeout, std::chrono::milliseconds(1));
   }
-  curl_multi_poll(m_multi, nullptr, 0, static_cast<int>(timeout.count()), nullptr);
+  libcurl().multi_poll(m_multi, nullptr, 0, static_cast<int>(timeout.count()), nullptr);
 }
 
 Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std::string>& names,
@@ -200,7 +200,7 @@ Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std
   while (!state.done()) {
     fill_slots(state);
     int running = 0;
-    curl_multi_perform(m_multi, &running);
+    libcurl().multi_perform(m_multi, &running);
     resume_paused(state);
     VENVFIX_TRY(collect_finished(state, on_complete));
     show_progress(state);

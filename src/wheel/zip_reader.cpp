@@ -1,13 +1,12 @@
 #include "wheel/zip_reader.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <locale.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "dist/utf8.hpp"
+#include "wheel/archive_library.hpp"
 #include "wheel/zip_index.hpp"
 
 namespace venvfix::wheel::detail {
@@ -49,21 +48,23 @@ class Utf8Scope {
   locale_t m_previous = static_cast<locale_t>(nullptr);
 };
 
-struct archive* new_zip_archive() {
-  struct archive* a = archive_read_new();
-  if (a == nullptr) return nullptr;
+// A zip reader of libarchive; loads libarchive on the first call.
+Result<struct archive*> new_zip_archive(const std::string& display_name) {
+  VENVFIX_TRY(load_libarchive());
+  struct archive* a = libarchive().read_new();
+  if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
   // Only zip, read through its central directory: the view pip's zipfile has.
-  archive_read_support_format_zip_seekable(a);
+  libarchive().read_support_format_zip_seekable(a);
   // A name without the UTF-8 flag (bit 11) is CP437, as zipfile decodes it (pip passes no
   // metadata_encoding). Where iconv lacks CP437 such a name with a byte above 0x7f is refused.
-  archive_read_set_format_option(a, "zip", "hdrcharset", "CP437");
+  libarchive().read_set_format_option(a, "zip", "hdrcharset", "CP437");
   return a;
 }
 
 }  // namespace
 
 Error ZipReader::archive_error(std::string_view what) const {
-  const char* reason = archive_error_string(m_archive);
+  const char* reason = libarchive().error_string(m_archive);
   // Some of libarchive's messages end with a newline; an error is one line.
   std::string_view text = reason != nullptr ? reason : "unreadable zip archive";
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
@@ -72,10 +73,9 @@ Error ZipReader::archive_error(std::string_view what) const {
 
 Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display_name) {
   Utf8Scope utf8;
-  struct archive* a = new_zip_archive();
-  if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
+  VENVFIX_TRY_ASSIGN(struct archive * a, new_zip_archive(display_name));
   ZipReader reader(a, std::move(display_name));
-  if (archive_read_open_filename(a, path.c_str(), k_read_block) != ARCHIVE_OK) {
+  if (libarchive().read_open_filename(a, path.c_str(), k_read_block) != ARCHIVE_OK) {
     return reader.archive_error("not a readable zip archive");
   }
   // Only the central directory and local headers are read through the mapping.
@@ -86,10 +86,9 @@ Result<ZipReader> ZipReader::open_file(const fs::path& path, std::string display
 Result<ZipReader> ZipReader::open_memory(std::span<const std::byte> data,
                                          std::string display_name) {
   Utf8Scope utf8;
-  struct archive* a = new_zip_archive();
-  if (a == nullptr) return make_error(ExitCode::error, "{}: out of memory", display_name);
+  VENVFIX_TRY_ASSIGN(struct archive * a, new_zip_archive(display_name));
   ZipReader reader(a, std::move(display_name));
-  if (archive_read_open_memory(a, data.data(), data.size()) != ARCHIVE_OK) {
+  if (libarchive().read_open_memory(a, data.data(), data.size()) != ARCHIVE_OK) {
     return reader.archive_error("not a readable zip archive");
   }
   reader.read_index(data);
@@ -151,31 +150,31 @@ std::optional<std::string> ZipReader::index_name(const ZipEntry& entry) {
 }
 
 ZipReader::~ZipReader() {
-  if (m_archive != nullptr) archive_read_free(m_archive);
+  if (m_archive != nullptr) libarchive().read_free(m_archive);
 }
 
 Result<std::optional<ZipEntry>> ZipReader::next() {
   Utf8Scope utf8_scope;
   struct archive_entry* entry = nullptr;
-  int rc = archive_read_next_header(m_archive, &entry);
+  int rc = libarchive().read_next_header(m_archive, &entry);
   if (rc == ARCHIVE_EOF) return std::optional<ZipEntry>();
   if (entry == nullptr || (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)) {
     return archive_error("corrupt zip archive");
   }
   ZipEntry out;
-  const char* utf8 = archive_entry_pathname_utf8(entry);
+  const char* utf8 = libarchive().entry_pathname_utf8(entry);
   if (utf8 == nullptr) {
     // libarchive warns when a name is not valid in its charset (UTF-8 flag set but invalid
     // UTF-8): zipfile's decode fails there too, so the wheel is refused, naming the member.
     out.name_ok = false;
-    const char* raw = archive_entry_pathname(entry);
+    const char* raw = libarchive().entry_pathname(entry);
     out.name = raw != nullptr ? raw : "";
   } else if (rc != ARCHIVE_OK) {
     return archive_error("corrupt zip archive");
   } else {
     out.name = utf8;
   }
-  switch (archive_entry_filetype(entry)) {
+  switch (libarchive().entry_filetype(entry)) {
     case AE_IFREG:
       out.type = EntryType::file;
       break;
@@ -189,11 +188,11 @@ Result<std::optional<ZipEntry>> ZipReader::next() {
       out.type = EntryType::other;
       break;
   }
-  if (archive_entry_hardlink(entry) != nullptr) out.type = EntryType::hardlink;
-  out.permissions = static_cast<std::uint32_t>(archive_entry_perm(entry)) & 07777u;
-  out.encrypted = archive_entry_is_encrypted(entry) != 0;
-  if (archive_entry_size_is_set(entry) != 0 && archive_entry_size(entry) >= 0) {
-    out.size = static_cast<std::uint64_t>(archive_entry_size(entry));
+  if (libarchive().entry_hardlink(entry) != nullptr) out.type = EntryType::hardlink;
+  out.permissions = static_cast<std::uint32_t>(libarchive().entry_perm(entry)) & 07777u;
+  out.encrypted = libarchive().entry_is_encrypted(entry) != 0;
+  if (libarchive().entry_size_is_set(entry) != 0 && libarchive().entry_size(entry) >= 0) {
+    out.size = static_cast<std::uint64_t>(libarchive().entry_size(entry));
   }
   if (auto stored = index_name(out)) out.name = std::move(*stored);
   return std::optional<ZipEntry>(std::move(out));
@@ -207,7 +206,7 @@ Result<std::uint64_t> ZipReader::read_data(const std::string& member, std::uint6
     const void* block = nullptr;
     std::size_t size = 0;
     la_int64_t offset = 0;
-    int rc = archive_read_data_block(m_archive, &block, &size, &offset);
+    int rc = libarchive().read_data_block(m_archive, &block, &size, &offset);
     if (rc == ARCHIVE_EOF) return total;
     if (rc != ARCHIVE_OK) return archive_error(fmt::format("member {}", member));
     // Zip members are contiguous; a hole would mean a reader we do not expect.

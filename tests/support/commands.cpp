@@ -39,6 +39,7 @@ CommandResult run_venvfix(const VenvfixCli& cli, const fs::path& where,
   argv.insert(argv.end(), cli.options.begin(), cli.options.end());
   argv.insert(argv.end(), args.begin(), args.end());
   if (cli.hermetic == Hermetic::yes) argv = in_hermetic_view(argv);
+  argv.insert(argv.begin(), cli.launcher.begin(), cli.launcher.end());
   std::map<std::string, std::string> env = cli.env;
   env["LD_LIBRARY_PATH"] = "";
   return run_command(argv, env, cli.timeout_seconds);

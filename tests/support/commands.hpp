@@ -37,6 +37,8 @@ struct VenvfixCli {
   std::string selector = "--venv";
   std::map<std::string, std::string> env = {};
   int timeout_seconds = 300;
+  // A command that runs venvfix: its argv, then venvfix's ("unshare", "-m", …, "exec \"$@\"").
+  std::vector<std::string> launcher = {};
 };
 
 CommandResult run_venvfix(const VenvfixCli& cli, const fs::path& where,

@@ -1,0 +1,46 @@
+// A shared library opened with dlopen when first needed, instead of linked. venvfix links
+// libcurl and libarchive this way: with their thirty-odd dependencies they cost about 10 ms at
+// every process start, which `doctor`, `run` and `snapshot` (they never download or unpack)
+// would pay for nothing (docs/benchmarks.md). A library stays loaded until the process exits.
+#pragma once
+
+#include <bit>
+#include <string>
+#include <string_view>
+
+#include "venvfix/base/result.hpp"
+
+namespace venvfix {
+
+class SharedLibrary {
+ public:
+  // dlopen(soname, RTLD_NOW | RTLD_LOCAL). The error is one sentence naming the soname, what
+  // venvfix needs it for (`needed_for`, "to download wheels") and the loader's reason.
+  static Result<SharedLibrary> open(const std::string& soname, std::string_view needed_for);
+
+  // Sets `function` to the library's function `name`. The caller declares `function` with the
+  // type of the library header's own declaration (decltype(&::curl_easy_init)), so the compiler
+  // checks every call against the header the build found.
+  template <typename Function>
+  Status find(const char* name, Function& function) const {
+    VENVFIX_TRY_ASSIGN(void* address, find_address(name));
+    function = std::bit_cast<Function>(address);
+    return ok();
+  }
+
+  const std::string& soname() const { return m_soname; }
+
+ private:
+  SharedLibrary(void* handle, std::string soname) : m_handle(handle), m_soname(std::move(soname)) {}
+  Result<void*> find_address(const char* name) const;
+
+  void* m_handle;  // never closed: the functions found stay valid for the life of the process
+  std::string m_soname;
+};
+
+// For the accessor of a library's functions that code may call only after the library loaded
+// (it holds a handle the library made): stops the process, naming the library and why it did
+// not load. Reaching it is a bug in venvfix, not a user's error.
+[[noreturn]] void library_used_unloaded(const Error& load_error);
+
+}  // namespace venvfix

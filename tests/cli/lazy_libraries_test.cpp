@@ -1,0 +1,99 @@
+// libcurl and libarchive are loaded when a command first downloads or unpacks, not at start
+// (venvfix/base/shared_library.hpp). The real loader is the judge: LD_DEBUG=files says which
+// objects a run loads, and a private mount namespace with /dev/null over a library's file
+// shows what a command does when that library cannot load.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "plan/plan_test_support.hpp"
+#include "support/commands.hpp"
+#include "support/loaded_library.hpp"
+#include "support/scratch_test.hpp"
+#include "support/world.hpp"
+#include "txn/apply_test_support.hpp"
+
+namespace venvfix {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using txn::testing::expect_tree_is;
+using txn::testing::fingerprint;
+using venvfix::testing::CommandResult;
+
+class LazyLibraries : public venvfix::testing::ScratchTest {
+ protected:
+  LazyLibraries() : ScratchTest("venvfix-lazy-libraries-") {}
+
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args,
+                        std::map<std::string, std::string> env = {},
+                        std::vector<std::string> launcher = {}) {
+    return venvfix::testing::run_venvfix({.index_url = plan::testing::world_index_url(),
+                                          .cache_dir = path("cache"),
+                                          .options = {"--timeout", "5"},
+                                          .hermetic = venvfix::testing::Hermetic::no,
+                                          .env = std::move(env),
+                                          .timeout_seconds = 300,
+                                          .launcher = std::move(launcher)},
+                                         venv, args);
+  }
+
+  // Runs venvfix where `soname`'s file reads as empty (/dev/null bound over it).
+  CommandResult without(const char* soname, const fs::path& venv,
+                        const std::vector<std::string>& args) {
+    const std::string file = venvfix::testing::loaded_library_path(soname);
+    EXPECT_FALSE(file.empty()) << soname;
+    return venvfix(venv, args, {},
+                   {"unshare", "-m", "--propagation", "private", "sh", "-c",
+                    "mount --bind /dev/null \"$1\" && shift && exec \"$@\"", "sh", file});
+  }
+};
+
+TEST_F(LazyLibraries, DoctorLoadsNeitherLibcurlNorLibarchiveAndAPlanLoadsLibcurl) {
+  const fs::path venv = scenario("seed");
+  CommandResult doctor = venvfix(venv, {"--json", "doctor"}, {{"LD_DEBUG", "files"}});
+  EXPECT_EQ(doctor.exit_code, 3) << doctor.err;
+  EXPECT_THAT(doctor.err, HasSubstr("file=libelf.so.1"));  // LD_DEBUG did report
+  EXPECT_THAT(doctor.err, Not(HasSubstr("file=libcurl.so")));
+  EXPECT_THAT(doctor.err, Not(HasSubstr("file=libarchive.so")));
+
+  CommandResult plan = venvfix(venv, {"--json", "plan"}, {{"LD_DEBUG", "files"}});
+  EXPECT_EQ(plan.exit_code, 3) << plan.err;
+  EXPECT_THAT(plan.err, HasSubstr("file=libcurl.so.4 [0];  dynamically loaded by"));
+}
+
+TEST_F(LazyLibraries, WithoutLibcurlAPlanFromAnIndexFailsNamingItAndFindLinksStillWork) {
+  if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare -m";
+  const fs::path venv = scenario("seed");
+  const auto before = fingerprint(venv);
+  CommandResult plan = without("libcurl.so.4", venv, {"plan"});
+  EXPECT_EQ(plan.exit_code, 1) << plan.out << plan.err;
+  EXPECT_THAT(plan.err, HasSubstr("cannot load libcurl.so.4, which venvfix needs to download: "));
+  expect_tree_is(venv, before);
+
+  // A wheelhouse on disk needs no libcurl, and the wheels' own checks no network.
+  const std::string wheels = venvfix::testing::test_world().wheels_dir.string();
+  CommandResult offline =
+      without("libcurl.so.4", venv, {"--offline", "--find-links", wheels, "--json", "plan"});
+  EXPECT_EQ(offline.exit_code, 3) << offline.err;
+}
+
+TEST_F(LazyLibraries, WithoutLibarchiveAnApplyFailsNamingItAndLeavesTheVenvAlone) {
+  if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare -m";
+  const fs::path venv = scenario("seed");
+  const std::string wheels = venvfix::testing::test_world().wheels_dir.string();
+  const std::string plan_file = path("plan.json").string();
+  CommandResult plan =
+      venvfix(venv, {"--offline", "--find-links", wheels, "plan", "-o", plan_file});
+  ASSERT_EQ(plan.exit_code, 3) << plan.err;
+  const auto before = fingerprint(venv);
+  CommandResult apply = without("libarchive.so.13", venv,
+                                {"--offline", "--find-links", wheels, "apply", "--yes", plan_file});
+  EXPECT_EQ(apply.exit_code, 1) << apply.out << apply.err;
+  EXPECT_THAT(apply.err,
+              HasSubstr("cannot load libarchive.so.13, which venvfix needs to read wheels: "));
+  expect_tree_is(venv, before);
+}
+
+}  // namespace
+}  // namespace venvfix
