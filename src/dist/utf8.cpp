@@ -1,6 +1,7 @@
 #include "dist/utf8.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 namespace venvfix::dist {
 
@@ -8,6 +9,12 @@ bool is_valid_utf8(std::string_view text) {
   std::size_t i = 0;
   const std::size_t n = text.size();
   while (i < n) {
+    // Eight bytes at a time while none has its high bit set: RECORD paths are nearly all ASCII.
+    for (std::uint64_t word = 0; i + sizeof word <= n; i += sizeof word) {
+      std::memcpy(&word, text.data() + i, sizeof word);
+      if ((word & 0x8080808080808080u) != 0) break;
+    }
+    if (i == n) break;
     auto c = static_cast<std::uint8_t>(text[i]);
     if (c < 0x80) {
       ++i;
