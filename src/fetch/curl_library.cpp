@@ -42,23 +42,14 @@ Result<CurlLibrary> open_curl() {
   return api;
 }
 
-const Result<CurlLibrary>& loaded() {
-  static const Result<CurlLibrary> library = open_curl();  // thread-safe, once
-  return library;
-}
-
 }  // namespace
 
 Result<const CurlLibrary*> load_libcurl() {
-  const Result<CurlLibrary>& library = loaded();
-  if (!library) return library.error();
-  return &*library;
+  return load_once<CurlLibrary, open_curl>();
 }
 
 const CurlLibrary& libcurl() {
-  const Result<CurlLibrary>& library = loaded();
-  if (!library) library_used_unloaded(library.error());
-  return *library;
+  return loaded_functions<CurlLibrary, open_curl>();
 }
 
 }  // namespace venvfix::fetch::detail

@@ -34,23 +34,14 @@ Result<ArchiveLibrary> open_archive() {
   return find_functions(library);
 }
 
-const Result<ArchiveLibrary>& loaded() {
-  static const Result<ArchiveLibrary> library = open_archive();  // thread-safe, once
-  return library;
-}
-
 }  // namespace
 
 Result<const ArchiveLibrary*> load_libarchive() {
-  const Result<ArchiveLibrary>& library = loaded();
-  if (!library) return library.error();
-  return &*library;
+  return load_once<ArchiveLibrary, open_archive>();
 }
 
 const ArchiveLibrary& libarchive() {
-  const Result<ArchiveLibrary>& library = loaded();
-  if (!library) library_used_unloaded(library.error());
-  return *library;
+  return loaded_functions<ArchiveLibrary, open_archive>();
 }
 
 }  // namespace venvfix::wheel::detail

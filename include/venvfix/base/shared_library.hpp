@@ -38,9 +38,27 @@ class SharedLibrary {
   std::string m_soname;
 };
 
-// For the accessor of a library's functions that code may call only after the library loaded
-// (it holds a handle the library made): stops the process, naming the library and why it did
-// not load. Reaching it is a bug in venvfix, not a user's error.
+// Stops the process, naming the library and why it did not load: for code that may run only
+// after its library loaded (it holds a handle the library made). A bug in venvfix, not a
+// user's error.
 [[noreturn]] void library_used_unloaded(const Error& load_error);
+
+// A library's function table, made by `open` (which loads the library and finds the functions)
+// on the first call and kept for the life of the process; thread-safe. A failure is kept too:
+// every call returns the first call's error.
+template <typename Functions, Result<Functions> (*open)()>
+Result<const Functions*> load_once() {
+  static const Result<Functions> loaded = open();
+  if (!loaded) return loaded.error();
+  return &*loaded;
+}
+
+// The table of a library load_once<Functions, open>() has loaded (see library_used_unloaded).
+template <typename Functions, Result<Functions> (*open)()>
+const Functions& loaded_functions() {
+  Result<const Functions*> loaded = load_once<Functions, open>();
+  if (!loaded) library_used_unloaded(loaded.error());
+  return **loaded;
+}
 
 }  // namespace venvfix
