@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "venvfix/base/strings.hpp"
-
 namespace venvfix::dist {
 
 namespace {

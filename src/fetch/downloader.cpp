@@ -161,8 +161,10 @@ class DownloadBatch {
     detail::Progress progress(m_config.progress, m_requests.size(), m_known_total);
     for (std::size_t i = 0; i < m_cached; ++i) progress.from_cache();
     Status status = report_settled();
-    if (status && !m_to_download.empty()) status = session.open();
-    if (status && !m_to_download.empty()) status = transfer(session, progress);
+    if (status && !m_to_download.empty()) {
+      status = session.open();
+      if (status) status = transfer(session, progress);
+    }
     if (!status) {
       progress.clear();
       return status;

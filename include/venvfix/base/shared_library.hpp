@@ -28,8 +28,6 @@ class SharedLibrary {
     return ok();
   }
 
-  const std::string& soname() const { return m_soname; }
-
  private:
   SharedLibrary(void* handle, std::string soname) : m_handle(handle), m_soname(std::move(soname)) {}
   Result<void*> find_address(const char* name) const;
