@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <system_error>
 
 namespace venvfix {
@@ -80,20 +82,35 @@ Result<MappedFile> MappedFile::open(const fs::path& path) {
 
 Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
   VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDONLY));
-  std::string data;
-  char buffer[65536];
+  // Sized by fstat and read in place: a manifest of megabytes grown 64 KiB at a time was copied
+  // (and its fresh pages faulted in) twice over. One byte more than the size tells a file that
+  // grew meanwhile, or one (in /proc) whose size says 0.
+  struct stat st {};
+  const std::size_t expected =
+      ::fstat(fd.get(), &st) == 0 && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  const std::size_t cap =
+      max_bytes == std::numeric_limits<std::size_t>::max() ? max_bytes : max_bytes + 1;
+  std::string data(std::min(expected + 1, cap), '\0');
+  std::size_t used = 0;
   for (;;) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (used == data.size()) {
+      if (used > max_bytes) {
+        return make_error(ExitCode::error, "{}: larger than {} bytes", path.string(), max_bytes);
+      }
+      data.resize(std::min(std::max(data.size() * 2, std::size_t{65536}), cap));
+    }
+    ssize_t n = ::read(fd.get(), data.data() + used, data.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
       return make_error(ExitCode::error, "{}: {}", path.string(), errno_message(errno));
     }
     if (n == 0) break;
-    if (data.size() + static_cast<std::size_t>(n) > max_bytes) {
-      return make_error(ExitCode::error, "{}: larger than {} bytes", path.string(), max_bytes);
-    }
-    data.append(buffer, static_cast<std::size_t>(n));
+    used += static_cast<std::size_t>(n);
   }
+  if (used > max_bytes) {
+    return make_error(ExitCode::error, "{}: larger than {} bytes", path.string(), max_bytes);
+  }
+  data.resize(used);
   return data;
 }
 

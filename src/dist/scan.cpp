@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "venvfix/base/dir_entries.hpp"
+#include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
 
 namespace venvfix::dist {
@@ -44,32 +46,28 @@ void walk(const std::string& root, std::size_t site_index, std::vector<ScannedFi
       spdlog::debug("scan: skipping {}: {}", dir_path, errno_message(errno));
       continue;
     }
-    DIR* dir = ::fdopendir(fd);
-    if (dir == nullptr) {
-      ::close(fd);
-      continue;
-    }
-    while (struct dirent* entry = ::readdir(dir)) {
-      std::string_view name = entry->d_name;
-      unsigned char type = entry->d_type;
+    Fd owned(fd);
+    int error = for_each_dir_entry(fd, [&](const DirEntry& entry) {
+      std::string_view name = entry.name;
       bool candidate = looks_like_shared_object(name);
-      if (type == DT_DIR) {
+      if (entry.type == DT_DIR) {
         enter(dir_path, name);
-        continue;
+        return true;
       }
-      if (type != DT_UNKNOWN && type != DT_REG && type != DT_LNK) continue;
-      if (type != DT_UNKNOWN && !candidate) continue;
+      if (entry.type != DT_UNKNOWN && entry.type != DT_REG && entry.type != DT_LNK) return true;
+      if (entry.type != DT_UNKNOWN && !candidate) return true;
       struct stat st {};
-      if (::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (::fstatat(fd, entry.name, &st, AT_SYMLINK_NOFOLLOW) != 0) return true;
       if (S_ISDIR(st.st_mode)) {
         enter(dir_path, name);
-        continue;
+        return true;
       }
-      if (!candidate || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) continue;
+      if (!candidate || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) return true;
       out.push_back(
           ScannedFile{dir_path + "/" + std::string(name), site_index, file_identity_from(st)});
-    }
-    ::closedir(dir);
+      return true;
+    });
+    if (error != 0) spdlog::debug("scan: stopped reading {}: {}", dir_path, errno_message(error));
   }
 }
 

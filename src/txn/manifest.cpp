@@ -1,5 +1,8 @@
 #include "txn/manifest.hpp"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <unordered_set>
@@ -132,6 +135,26 @@ SnapshotInfo Manifest::info() const {
   return info;
 }
 
+namespace {
+
+// Faults in the whole pages of [data, data + size), memory about to be filled, with one madvise
+// (Linux 5.14+; elsewhere nothing happens) rather than a page fault per 4 KiB as it is written.
+void populate(void* data, std::size_t size) {
+  constexpr std::uintptr_t page = 4096;
+  const auto at = reinterpret_cast<std::uintptr_t>(data);
+  const std::size_t head = (page - at % page) % page;  // up to the first page boundary
+  const std::size_t tail = (at + size) % page;         // past the last one
+  if (size <= head + tail) return;
+  (void)::madvise(static_cast<char*>(data) + head, size - head - tail, MADV_POPULATE_WRITE);
+}
+
+}  // namespace
+
+void reserve_entries(Manifest& manifest, std::size_t count) {
+  manifest.entries.reserve(count);
+  populate(manifest.entries.data(), count * sizeof(ManifestEntry));
+}
+
 std::string manifest_text(const Manifest& manifest) {
   std::string out =
       fmt::format("venvfix-snapshot {}\nid {}\nkind {}\ncreated {}\nmethod {}\nreason {}\n",
@@ -147,6 +170,7 @@ std::string manifest_text(const Manifest& manifest) {
   }
   out += "entries\n";
   out.reserve(out.size() + manifest.entries.size() * 128);
+  populate(out.data() + out.size(), out.capacity() - out.size());
   for (const ManifestEntry& e : manifest.entries) {
     out += e.type == 'D' && e.carried && tree && manifest.format >= 3 ? 'd' : e.type;
     append_number(out, e.mode, 8);
@@ -287,6 +311,7 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
     return make_error(ExitCode::error, "{}, line {}: {}", source, line_number, what);
   };
   Manifest manifest;
+  reserve_entries(manifest, static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
   CarriedDirs carried;
   bool in_entries = false;
   bool have_kind = false;

@@ -83,6 +83,12 @@ struct Manifest {
   SnapshotInfo info() const;
 };
 
+// Room for `count` entries, reserved and its pages faulted in at once: a 30,000-file venv's
+// entries are 4 MB, a vector grown by doubling copies them over and over, and on the virtual
+// machines measured the page faults of a fresh process's parse cost more than the parse itself
+// (docs/benchmarks.md).
+void reserve_entries(Manifest& manifest, std::size_t count);
+
 std::string manifest_text(const Manifest& manifest);
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source);
 

@@ -19,6 +19,7 @@
 #include "txn/manifest.hpp"
 #include "txn/paths.hpp"
 #include "txn/walk_base.hpp"
+#include "venvfix/base/dir_entries.hpp"
 #include "venvfix/txn/journal.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
@@ -100,24 +101,16 @@ struct Walker {
 
   Status list(int dir, const std::string& rel_dir) {
     ++listed;
-    int dup = ::dup(dir);
-    if (dup < 0) return error_at(rel_dir, "dup", errno);
-    DIR* stream = ::fdopendir(dup);
-    if (stream == nullptr) {
-      ::close(dup);
-      return error_at(rel_dir, "read directory", errno);
-    }
-    std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, ::closedir);
-    while (dirent* entry = ::readdir(stream)) {
-      const char* name = entry->d_name;
-      std::string_view view = name;
-      if (view == "." || view == "..") continue;
-      std::string rel = join(rel_dir, view);
-      if (rel == ".venvfix") continue;
+    Status status = ok();
+    int error = for_each_dir_entry(dir, [&](const DirEntry& entry) {
+      std::string rel = join(rel_dir, entry.name);
+      if (rel == ".venvfix") return true;
       // A directory needs no fstatat: enter() takes its identity from the opened descriptor.
-      VENVFIX_TRY(entry->d_type == DT_DIR ? enter(dir, name, rel) : add_entry(dir, name, rel));
-    }
-    return ok();
+      status = entry.type == DT_DIR ? enter(dir, entry.name, rel) : add_entry(dir, entry.name, rel);
+      return status.has_value();
+    });
+    if (error != 0) return error_at(rel_dir, "read directory", error);
+    return status;
   }
 
   // The entries the last walk recorded in an unchanged directory: files and symlinks copied, each
@@ -198,6 +191,8 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
   VENVFIX_TRY_ASSIGN(walker.manifest.walked_ns, filesystem_now(venv));
   const std::unique_ptr<WalkBase> base = WalkBase::load(venv);
   walker.base = base.get();
+  // About the last walk's size again: most venvs change little between snapshots.
+  if (base) reserve_entries(walker.manifest, base->size() + base->size() / 8 + 64);
   walker.manifest.id = new_id();
   walker.manifest.kind = SnapshotKind::tree;
   walker.manifest.created = utc_now_iso8601();

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include <spdlog/spdlog.h>
 
@@ -70,8 +71,14 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
                                                     const std::string& id, KeepSnapshot keep,
                                                     StepFs& disk) {
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
+  const Clock::time_point loaded = Clock::now();
   VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
+  spdlog::debug("snapshot {}: manifest read in {:.1f} ms, compared with the venv in {:.1f} ms", id,
+                std::chrono::duration<double, std::milli>(loaded - start).count(),
+                std::chrono::duration<double, std::milli>(Clock::now() - loaded).count());
   if (manifest.kind == SnapshotKind::tree && manifest.format >= 2) {
     return restore_from_store(venv, lock, manifest, delta, keep, disk);
   }

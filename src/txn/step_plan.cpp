@@ -25,6 +25,7 @@ struct StepPlan {
   std::set<std::string> add;
   std::set<std::string> remove;
   std::set<std::string> made;           // directories a make_dir step creates
+  std::set<std::string> present;        // directories found there: checked once, not per file
   std::set<std::string> add_ancestors;  // directories something is added under: never pruned
   std::vector<Step> steps;
 };
@@ -48,6 +49,7 @@ Status collect_paths(StepPlan& plan, const ChangeSet& changes) {
     VENVFIX_TRY_ASSIGN(std::string normal, normalise(p, "remove"));
     plan.remove.insert(std::move(normal));
   }
+  std::set<std::string_view> replaced;  // added paths with a file there now
   for (const std::string& p : plan.add) {
     VENVFIX_TRY_ASSIGN(auto staged, lstat_at(plan.rootfd, join(plan.staging, p), plan.root));
     if (!staged || !(S_ISREG(staged->st_mode) || S_ISLNK(staged->st_mode))) {
@@ -61,8 +63,13 @@ Status collect_paths(StepPlan& plan, const ChangeSet& changes) {
                         (plan.root / p).string());
     }
     plan.remove.insert(p);  // replaced: the old file is kept for roll back
+    replaced.insert(p);
   }
   for (auto it = plan.remove.begin(); it != plan.remove.end();) {
+    if (replaced.contains(*it)) {  // seen above: a file (not a directory) is there
+      ++it;
+      continue;
+    }
     VENVFIX_TRY_ASSIGN(auto present, lstat_at(plan.rootfd, *it, plan.root));
     if (!present) {
       spdlog::debug("{} is already gone", (plan.root / *it).string());
@@ -116,8 +123,11 @@ Status need_dirs(StepPlan& plan, const std::string& path, Prefixes prefixes) {
     if (at == std::string::npos && prefixes == Prefixes::ancestors) return ok();
     std::string dir = path.substr(0, at);
     plan.add_ancestors.insert(dir);
-    if (!plan.made.contains(dir)) {
+    if (!plan.made.contains(dir) && !plan.present.contains(dir)) {
       VENVFIX_TRY_ASSIGN(bool missing, is_missing(plan, dir, prefixes, path));
+      // An ancestor found to be a directory stays one for the other files under it; what
+      // Prefixes::inclusive finds may be anything, so it is not remembered.
+      if (!missing && prefixes == Prefixes::ancestors) plan.present.insert(dir);
       if (missing) {
         struct stat staged {};
         std::uint32_t mode = 0755;
@@ -218,7 +228,7 @@ Status add_prunes(StepPlan& plan, const env::Venv& venv, const DirectoryChanges&
 
 Result<std::vector<Step>> plan_steps(const env::Venv& venv, int rootfd, const std::string& staging,
                                      const ChangeSet& changes, const DirectoryChanges& dirs) {
-  StepPlan plan{venv.root, rootfd, staging, {}, {}, {}, {}, {}};
+  StepPlan plan{venv.root, rootfd, staging, {}, {}, {}, {}, {}, {}};
   VENVFIX_TRY(collect_paths(plan, changes));
   for (const std::string& p : plan.add) VENVFIX_TRY(need_dirs(plan, p, Prefixes::ancestors));
   for (const std::string& listed : dirs.make) {

@@ -21,7 +21,7 @@ namespace venvfix::txn {
 
 namespace {
 
-using EntryIndex = std::unordered_map<std::string, const ManifestEntry*>;
+using EntryIndex = std::unordered_map<std::string_view, const ManifestEntry*>;
 
 // Every stored file to put back must still hold what the snapshot recorded. All offenders are
 // named in one sentence; nothing has been written yet.
@@ -148,6 +148,7 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
     return std::optional<std::string>();  // the venv is the snapshot's state: no transaction
   }
   EntryIndex entries;
+  entries.reserve(manifest.entries.size());
   for (const ManifestEntry& e : manifest.entries) entries.emplace(e.path, &e);
   VENVFIX_TRY_ASSIGN(Fd root, open_root(venv));
   auto store = open_file(store_dir(venv), O_RDONLY | O_DIRECTORY);

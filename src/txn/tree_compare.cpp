@@ -1,6 +1,5 @@
 #include "txn/tree_compare.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 
 #include "txn/link_store.hpp"
 #include "txn/paths.hpp"
+#include "venvfix/base/dir_entries.hpp"
 #include "venvfix/base/parallel.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
@@ -99,21 +99,26 @@ Result<std::optional<Fd>> open_state_dir(const Context& c, const std::string& re
 
 Result<Listing> list_dir(int fd, const std::string& rel, const fs::path& root) {
   Listing out;
-  DIR* stream = ::fdopendir(::dup(fd));
-  if (stream == nullptr) {
-    return make_error(ExitCode::error, "cannot read {}: {}", (root / rel).string(),
-                      errno_message(errno));
-  }
-  std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, ::closedir);
-  while (dirent* entry = ::readdir(stream)) {
-    std::string_view name = entry->d_name;
-    if (name == "." || name == ".." || (rel.empty() && name == ".venvfix")) continue;
+  std::string failed;  // the entry whose fstatat failed
+  int stat_error = 0;
+  int error = for_each_dir_entry(fd, [&](const DirEntry& entry) {
+    if (rel.empty() && std::string_view(entry.name) == ".venvfix") return true;
     struct stat st {};
-    if (::fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return make_error(ExitCode::error, "{}: {}", (root / join(rel, name)).string(),
-                        errno_message(errno));
+    if (::fstatat(fd, entry.name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      stat_error = errno;
+      failed = entry.name;
+      return false;
     }
-    out.emplace_back(std::string(name), st);
+    out.emplace_back(std::string(entry.name), st);
+    return true;
+  });
+  if (error != 0) {
+    return make_error(ExitCode::error, "cannot read {}: {}", (root / rel).string(),
+                      errno_message(error));
+  }
+  if (stat_error != 0) {
+    return make_error(ExitCode::error, "{}: {}", (root / join(rel, failed)).string(),
+                      errno_message(stat_error));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;

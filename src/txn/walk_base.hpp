@@ -41,6 +41,7 @@ class WalkBase {
   // The entries directly in directory `rel` ("" is the root), in walk order.
   const std::vector<std::uint32_t>& children(const std::string& rel) const;
   const ManifestEntry& entry(std::uint32_t index) const { return m_manifest.entries[index]; }
+  std::size_t size() const { return m_manifest.entries.size(); }
 
   // Whether the store (opened as `store_fd`) still holds a link for every file entry of this
   // walk, so that a snapshot need not read the store to know it: the walk that wrote this base
