@@ -2,20 +2,25 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "apply/load_chain.hpp"
 #include "venvfix/apply/load_check.hpp"
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/parallel.hpp"
 #include "venvfix/base/strings.hpp"
 
 namespace venvfix::apply {
@@ -32,23 +37,66 @@ std::string one_line(std::string text) {
 }
 
 using LoadAnswer = std::pair<std::string, std::string>;  // (status word, message)
+using Answers = std::vector<std::optional<LoadAnswer>>;  // by file index
 
-// One forked process loading one file; `pid` < 0 when it could not be started (`failure`).
+// The files and, for each, those loaded in processes forked from its own (load_chain.hpp).
+struct LoadTree {
+  std::span<const std::string> files;
+  std::vector<std::vector<std::size_t>> dependents;
+};
+
+// One line of a process tree's pipe: "index\tword\tmessage\n".
+void write_answer(int out, std::size_t index, std::string_view word, std::string_view message) {
+  const std::string line = fmt::format("{}\t{}\t{}\n", index, word, one_line(std::string(message)));
+  (void)!::write(out, line.data(), line.size());
+}
+
+std::string died_from(int signal_number) {
+  return fmt::format("the process loading it died from signal {}", signal_number);
+}
+
+// In a forked process: loads file `index`, answers on `out`, then loads each dependent in a
+// process forked from this one, one at a time, and answers for one that dies from a signal.
+// A dependent left without an answer (its base failed, or it exited) is loaded again later in
+// a process of its own. Never returns: no destructors or atexit handlers of what was loaded.
+[[noreturn]] void load_here(const LoadTree& tree, std::size_t index, int out) {
+  void* handle = ::dlopen(tree.files[index].c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    write_answer(out, index, "failed", ::dlerror());
+    ::_exit(0);
+  }
+  write_answer(out, index, "loaded", "");
+  for (std::size_t dependent : tree.dependents[index]) {
+    const pid_t pid = ::fork();
+    if (pid == 0) load_here(tree, dependent, out);
+    if (pid < 0) continue;
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status)) write_answer(out, dependent, "crashed", died_from(WTERMSIG(status)));
+  }
+  ::_exit(0);
+}
+
+// A forked process loading one file and its dependents; `pid` < 0 when it could not be
+// started (then `failure` is the file's answer).
 struct LoadChild {
+  std::size_t index = 0;
   pid_t pid = -1;
   Fd read_end;
   LoadAnswer failure;
 };
 
-// Forks a process that loads `file` and writes its answer to a pipe.
-LoadChild start_load(const std::string& file) {
+LoadChild start_load(const LoadTree& tree, std::size_t index) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return {-1, Fd(), {"failed", "pipe: " + errno_message(errno)}};
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return {index, -1, Fd(), {"failed", "pipe: " + errno_message(errno)}};
+  }
   Fd read_end(fds[0]);
   Fd write_end(fds[1]);
   std::fflush(stdout);
   pid_t pid = ::fork();
-  if (pid < 0) return {-1, Fd(), {"failed", "fork: " + errno_message(errno)}};
+  if (pid < 0) return {index, -1, Fd(), {"failed", "fork: " + errno_message(errno)}};
   if (pid == 0) {
     read_end = Fd();
     // A crash in the library's constructors must end this process by its signal, even when
@@ -56,37 +104,47 @@ LoadChild start_load(const std::string& file) {
     for (int signal_number : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
       ::signal(signal_number, SIG_DFL);
     }
-    void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    std::string answer = handle != nullptr ? std::string("ok") : std::string(::dlerror());
-    (void)!::write(write_end.get(), answer.data(), answer.size());
-    ::_exit(0);  // no destructors, no atexit handlers of what was loaded
+    load_here(tree, index, write_end.get());
   }
-  return {pid, std::move(read_end), {}};
+  return {index, pid, std::move(read_end), {}};
 }
 
-// Reads a started child's answer and reaps it.
-LoadAnswer finish_load(LoadChild child) {
-  if (child.pid < 0) return child.failure;
-  std::string answer;
+// Reads the answers of a started process tree (first answer per file wins) and reaps it.
+void finish_load(LoadChild child, Answers& answers) {
+  if (child.pid < 0) {
+    answers[child.index] = std::move(child.failure);
+    return;
+  }
+  std::string text;
   char buffer[4096];
   for (;;) {
     ssize_t n = ::read(child.read_end.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    answer.append(buffer, static_cast<std::size_t>(n));
+    text.append(buffer, static_cast<std::size_t>(n));
   }
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
+  for (std::string_view line : split(text, '\n')) {
+    std::vector<std::string_view> fields = split(line, '\t');
+    std::size_t index = 0;
+    if (fields.size() < 3 ||
+        std::from_chars(fields[0].data(), fields[0].data() + fields[0].size(), index).ec !=
+            std::errc() ||
+        index >= answers.size() || answers[index]) {
+      continue;
+    }
+    answers[index] = LoadAnswer{std::string(fields[1]), std::string(fields[2])};
+  }
+  if (answers[child.index]) return;
   if (WIFSIGNALED(status)) {
-    return {"crashed", fmt::format("the process loading it died from signal {}", WTERMSIG(status))};
+    answers[child.index] = LoadAnswer{"crashed", died_from(WTERMSIG(status))};
+  } else {
+    answers[child.index] = LoadAnswer{
+        "crashed", fmt::format("the process loading it exited with status {} without an answer",
+                               WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
   }
-  if (answer == "ok") return {"loaded", ""};
-  if (answer.empty()) {
-    return {"crashed", fmt::format("the process loading it exited with status {} without an answer",
-                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
-  }
-  return {"failed", answer};
 }
 
 // "X: cannot open shared object file…" -> X (a missing dependency); empty otherwise.
@@ -147,6 +205,51 @@ std::string_view to_string(LoadStatus status) {
   return "failed";
 }
 
+namespace {
+
+// Which files load in the process of another (load_chain.hpp). Not after a preload: the real
+// loader's --list cannot see what the helper preloaded, so every file then loads on its own.
+std::vector<std::size_t> choose_bases(std::span<const std::string> files, bool preloaded) {
+  const fs::path loader = preloaded || files.size() < 2 ? fs::path() : detail::running_loader();
+  if (loader.empty()) return std::vector<std::size_t>(files.size(), detail::k_own_process);
+  std::vector<std::optional<detail::FileIdentity>> identities(files.size());
+  std::vector<detail::Closure> closures(files.size());
+  (void)run_parallel(files.size(), 2, [&](std::size_t i, const JobContext&) -> Status {
+    struct stat st {};
+    if (::stat(files[i].c_str(), &st) == 0)
+      identities[i] = detail::FileIdentity{st.st_dev, st.st_ino};
+    closures[i] = detail::loader_closure(loader, files[i]);
+    return ok();
+  });
+  return detail::chain_bases(identities, closures);
+}
+
+// Starts a process tree for each of `roots`, two at a time where there are two CPUs, and
+// prints each answer as soon as every earlier file has one.
+void run_trees(const LoadTree& tree, std::span<const std::size_t> roots, Answers& answers,
+               std::size_t& printed) {
+  // Not more than two at once: each holds its own relocated copy of what it loads (about
+  // 150 MiB for cuDNN with cuBLAS), and an apply must fit a 512 MiB cgroup.
+  const std::size_t window = std::clamp(std::thread::hardware_concurrency(), 1u, 2u);
+  std::deque<LoadChild> running;
+  std::size_t next = 0;
+  while (next < roots.size() || !running.empty()) {
+    while (next < roots.size() && running.size() < window) {
+      running.push_back(start_load(tree, roots[next++]));
+    }
+    finish_load(std::move(running.front()), answers);
+    running.pop_front();
+    for (; printed < answers.size() && answers[printed]; ++printed) {
+      const auto& [word, message] = *answers[printed];
+      std::printf("%.*s%s\t%s\t%s\n", static_cast<int>(k_marker.size()), k_marker.data(),
+                  word.c_str(), one_line(tree.files[printed]).c_str(), one_line(message).c_str());
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+
 int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files) {
   // torch preloads in table order and ignores failures; a second pass catches an order that
   // does not suit this venv's libraries.
@@ -159,24 +262,28 @@ int load_check_helper(std::span<const std::string> preload, std::span<const std:
     }
     pending.swap(failed);
   }
-  // One process per file, two at a time where there are two CPUs: each relocates its file and
-  // every dependency on its own (nothing loaded before it may stand in for what its own search
-  // would find), which is CPU work. Not more than two: each holds its own relocated copy of
-  // what it loads (about 150 MiB for cuDNN with cuBLAS), and an apply must fit a 512 MiB
-  // cgroup. Answers are printed in the files' order.
-  const std::size_t window = std::clamp(std::thread::hardware_concurrency(), 1u, 2u);
-  std::deque<LoadChild> running;
-  std::size_t next = 0;
-  for (const std::string& file : files) {
-    while (next < files.size() && running.size() < window) {
-      running.push_back(start_load(files[next++]));
+  // Each file loads in a process that holds nothing its own search would not load: its own,
+  // or one forked from the process of a file it loads anyway (load_chain.hpp).
+  const std::vector<std::size_t> bases = choose_bases(files, !preload.empty());
+  LoadTree tree{files, std::vector<std::vector<std::size_t>>(files.size())};
+  std::vector<std::size_t> roots;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (bases[i] == detail::k_own_process) {
+      roots.push_back(i);
+    } else {
+      tree.dependents[bases[i]].push_back(i);
     }
-    auto [word, message] = finish_load(std::move(running.front()));
-    running.pop_front();
-    std::printf("%.*s%s\t%s\t%s\n", static_cast<int>(k_marker.size()), k_marker.data(),
-                word.c_str(), one_line(file).c_str(), one_line(message).c_str());
-    std::fflush(stdout);
   }
+  Answers answers(files.size());
+  std::size_t printed = 0;
+  run_trees(tree, roots, answers, printed);
+  // Files whose base did not load, or whose process ended without an answer: on their own.
+  const LoadTree alone{files, std::vector<std::vector<std::size_t>>(files.size())};
+  std::vector<std::size_t> left;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!answers[i]) left.push_back(i);
+  }
+  run_trees(alone, left, answers, printed);
   return 0;
 }
 

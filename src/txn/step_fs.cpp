@@ -1,11 +1,12 @@
 #include "venvfix/txn/step_fs.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "venvfix/base/dir_entries.hpp"
 
 namespace venvfix::txn {
 
@@ -20,22 +21,15 @@ int errno_unless(bool done) {
 int remove_tree_fd(int dirfd, const std::string& path) {
   if (::unlinkat(dirfd, path.c_str(), 0) == 0 || errno == ENOENT) return 0;
   if (errno != EISDIR) return errno;
-  int fd = ::openat(dirfd, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? 0 : errno;
-  DIR* stream = ::fdopendir(fd);
-  if (stream == nullptr) {
-    int error = errno;
-    ::close(fd);
-    return error;
-  }
+  const Fd dir(::openat(dirfd, path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return errno == ENOENT ? 0 : errno;
   int first = 0;
-  while (dirent* entry = ::readdir(stream)) {
-    std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    int error = remove_tree_fd(::dirfd(stream), name);
+  const int read_error = for_each_dir_entry(dir.get(), [&](const DirEntry& entry) {
+    const int error = remove_tree_fd(dir.get(), entry.name);
     if (first == 0) first = error;
-  }
-  ::closedir(stream);
+    return true;
+  });
+  if (first == 0) first = read_error;
   if (first != 0) return first;
   return errno_unless(::unlinkat(dirfd, path.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT);
 }

@@ -1,6 +1,5 @@
 #include "txn/step_plan.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "txn/paths.hpp"
+#include "venvfix/base/dir_entries.hpp"
 
 namespace venvfix::txn {
 
@@ -163,21 +163,16 @@ std::set<std::string> protected_dirs(const env::Venv& venv) {
 // Lists the names in directory `dir` (relative to rootfd).
 Result<std::vector<std::string>> list_dir(int rootfd, const std::string& dir,
                                           const fs::path& root) {
-  int fd = ::openat(rootfd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  DIR* stream = fd < 0 ? nullptr : ::fdopendir(fd);
-  if (stream == nullptr) {
-    int error = errno;
-    if (fd >= 0) ::close(fd);
+  const Fd fd(::openat(rootfd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  std::vector<std::string> names;
+  const int error = !fd.valid() ? errno : for_each_dir_entry(fd.get(), [&](const DirEntry& entry) {
+    names.emplace_back(entry.name);
+    return true;
+  });
+  if (error != 0) {
     return make_error(ExitCode::error, "cannot read {}: {}", (root / dir).string(),
                       errno_message(error));
   }
-  std::vector<std::string> names;
-  while (dirent* entry = ::readdir(stream)) {
-    std::string_view name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    names.emplace_back(name);
-  }
-  ::closedir(stream);
   return names;
 }
 

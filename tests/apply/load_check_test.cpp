@@ -167,6 +167,98 @@ TEST_F(LoadCheck, PythonExtensionsAreNotFailuresButCrashesAndHangsAre) {
   EXPECT_FALSE((*results)[1].ok());
 }
 
+// What the logging constructors wrote.
+std::string constructors_run(const std::string& log) {
+  auto text = read_file(log);
+  return text ? *text : std::string("<unreadable>");
+}
+
+// A constructor that appends `tag` and a newline to the file `log`.
+std::string logging_constructor(const std::string& log, const std::string& tag) {
+  return "#include <fcntl.h>\n#include <unistd.h>\n"
+         "__attribute__((constructor)) static void log_load(void) {\n"
+         "  int fd = open(\"" +
+         log + "\", O_WRONLY | O_APPEND | O_CREAT, 0600);\n  write(fd, \"" + tag + "\\n\", " +
+         std::to_string(tag.size() + 1) + ");\n  close(fd);\n}\n";
+}
+
+TEST_F(LoadCheck, AFileLoadsInTheProcessOfWhatItLoadsSoConstructorsRunOnce) {
+  // top needs mid, mid needs base (each found through its RUNPATH): base's constructor, as
+  // cuBLAS's libcublasLt's, runs once for the three, not once per file.
+  const std::string log = path("constructors.log").string();
+  compile_shared(path("base/libbase.so.1"), "libbase.so.1",
+                 logging_constructor(log, "base") + "int base_fn(void) { return 1; }\n");
+  compile_shared(path("mid/libmid.so.1"), "libmid.so.1",
+                 logging_constructor(log, "mid") +
+                     "int base_fn(void);\nint mid_fn(void) { return base_fn(); }\n",
+                 {path("base/libbase.so.1")}, "-Wl,-rpath," + path("base").string());
+  compile_shared(path("top/libtop.so.1"), "libtop.so.1",
+                 logging_constructor(log, "top") +
+                     "int mid_fn(void);\nint top_fn(void) { return mid_fn(); }\n",
+                 {path("mid/libmid.so.1")},
+                 "-Wl,-rpath," + path("mid").string() + ":" + path("base").string());
+  std::vector<fs::path> files = {path("top/libtop.so.1"), path("base/libbase.so.1"),
+                                 path("mid/libmid.so.1")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results) << results.error().message;
+  for (const LoadResult& result : *results) {
+    EXPECT_EQ(result.status, LoadStatus::loaded) << result.path << ": " << result.message;
+  }
+  EXPECT_EQ(constructors_run(log), "base\nmid\ntop\n");
+}
+
+TEST_F(LoadCheck, AFileWhoseOwnSearchFindsAnotherCopyLoadsOnItsOwn) {
+  // Two libshared.so.1: the listed one defines shared_fn, the one user's RUNPATH finds does not.
+  // Loaded after the listed copy, user would bind to it and load; on its own it must fail.
+  compile_shared(path("listed/libshared.so.1"), "libshared.so.1",
+                 "int shared_fn(void) { return 1; }\n");
+  compile_shared(path("other/libshared.so.1"), "libshared.so.1",
+                 "int other_fn(void) { return 2; }\n");
+  compile_shared(path("user/libuser.so.1"), "libuser.so.1",
+                 "int shared_fn(void);\nint user_fn(void) { return shared_fn(); }\n",
+                 {path("listed/libshared.so.1")}, "-Wl,-rpath," + path("other").string());
+  std::vector<fs::path> files = {path("listed/libshared.so.1"), path("user/libuser.so.1")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ((*results)[0].status, LoadStatus::loaded) << (*results)[0].message;
+  EXPECT_EQ((*results)[1].status, LoadStatus::failed);
+  EXPECT_THAT((*results)[1].message, HasSubstr("undefined symbol: shared_fn"));
+}
+
+TEST_F(LoadCheck, ACrashOrFailureInAChainIsTheFilesOwnAnswer) {
+  // base loads; crashes (needs base) dies in its constructor; after (needs base) still loads,
+  // in a process forked from base's again.
+  const std::string log = path("constructors.log").string();
+  compile_shared(path("base/libbase.so.1"), "libbase.so.1", logging_constructor(log, "base"));
+  compile_shared(path("crashes/libcrashes.so.1"), "libcrashes.so.1",
+                 "#include <signal.h>\n"
+                 "__attribute__((constructor)) static void boom(void) { raise(SIGSEGV); }\n",
+                 {path("base/libbase.so.1")}, "-Wl,-rpath," + path("base").string());
+  compile_shared(path("after/libafter.so.1"), "libafter.so.1", logging_constructor(log, "after"),
+                 {path("base/libbase.so.1")}, "-Wl,-rpath," + path("base").string());
+  // A base that maps but does not relocate (a symbol nothing defines): it and what needs it
+  // fail, each with the loader's own message.
+  compile_shared(
+      path("unbound/libunbound.so.1"), "libunbound.so.1",
+      "int venvfix_nowhere(void);\nint unbound_fn(void) { return venvfix_nowhere(); }\n");
+  compile_shared(path("needs/libneeds.so.1"), "libneeds.so.1", "int needs_fn(void) { return 3; }\n",
+                 {path("unbound/libunbound.so.1")}, "-Wl,-rpath," + path("unbound").string());
+  std::vector<fs::path> files = {path("base/libbase.so.1"), path("crashes/libcrashes.so.1"),
+                                 path("after/libafter.so.1"), path("unbound/libunbound.so.1"),
+                                 path("needs/libneeds.so.1")};
+  auto results = dlopen_in_child(files, manifests(), m_options);
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ((*results)[0].status, LoadStatus::loaded) << (*results)[0].message;
+  EXPECT_EQ((*results)[1].status, LoadStatus::crashed);
+  EXPECT_THAT((*results)[1].message, HasSubstr("signal 11"));
+  EXPECT_EQ((*results)[2].status, LoadStatus::loaded) << (*results)[2].message;
+  EXPECT_EQ(constructors_run(log), "base\nafter\n");
+  EXPECT_EQ((*results)[3].status, LoadStatus::failed);
+  EXPECT_THAT((*results)[3].message, HasSubstr("undefined symbol: venvfix_nowhere"));
+  EXPECT_EQ((*results)[4].status, LoadStatus::failed);
+  EXPECT_THAT((*results)[4].message, HasSubstr("undefined symbol: venvfix_nowhere"));
+}
+
 TEST_F(LoadCheck, CommandsRunWithALimit) {
   auto ok = run_with_timeout({"sh", "-c", "echo out; echo err >&2; exit 3"}, std::nullopt, 10);
   ASSERT_TRUE(ok);

@@ -8,7 +8,9 @@
 //    closure changed is dlopen'ed (RTLD_NOW) by the venvfix binary itself (`venvfix
 //    __load-check`, never the venv's python, which may be the broken part) in a child process
 //    with a time limit and a clean environment (no LD_LIBRARY_PATH, LD_PRELOAD or PYTHON*),
-//    each library in a process of its own, after what torch's Python-side preload would load.
+//    each library in a process that holds nothing its own search would not load (its own, or
+//    one forked after a library it loads anyway: src/apply/load_chain.hpp), after what torch's
+//    Python-side preload would load.
 // 3. run_with_timeout runs the user's --verify-cmd.
 #pragma once
 
@@ -91,10 +93,11 @@ Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
                                                 const manifest::Manifests& manifests,
                                                 const LoadCheckOptions& options);
 
-// The helper's side (`venvfix __load-check [--preload P]… -- FILE…`): preloads, then forks one
-// process per file that dlopens it (two at a time on two or more CPUs); prints one line per
-// file to stdout, in the files' order:
-// "venvfix-load\t<loaded|failed|crashed>\t<path>\t<message>". Returns the exit status (0).
+// The helper's side (`venvfix __load-check [--preload P]… -- FILE…`): preloads, then loads each
+// file in a forked process, its own or one forked from the process of a file it loads anyway
+// (two process trees at a time on two or more CPUs); prints one line per file to stdout, in the
+// files' order: "venvfix-load\t<loaded|failed|crashed>\t<path>\t<message>". Returns the exit
+// status (0).
 int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files);
 
 // ---- 3. commands ----------------------------------------------------------------------------

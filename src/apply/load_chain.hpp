@@ -1,0 +1,47 @@
+// Which library of the load check may be loaded in the process of another: libcublas.so.13
+// needs libcublasLt.so.13, whose constructors take about half a CPU-second; checked in three
+// processes of their own, cuBLAS's three libraries ran them three times. A file Y is loaded in
+// a process forked from the one that has just loaded X only where the real loader says that
+// Y's own search finds X and every file X loads (`ld.so --list`, in the helper's clean
+// environment). That process then holds nothing Y's own search would not have loaded, so what
+// it proves is what a process of Y's own would prove: the same files mapped, relocated and
+// initialised, in the same order.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace venvfix::apply::detail {
+
+namespace fs = std::filesystem;
+
+inline constexpr std::size_t k_own_process = std::numeric_limits<std::size_t>::max();
+
+// A file's identity: (st_dev, st_ino).
+using FileIdentity = std::pair<unsigned long, unsigned long>;
+
+// The identities of what `ld.so --list FILE` says FILE loads (the interpreter included, FILE
+// itself not); nullopt when it cannot tell (a dependency not found, the loader failed).
+using Closure = std::optional<std::set<FileIdentity>>;
+
+// The dynamic loader this process runs under (its PT_INTERP); empty when it cannot be read.
+fs::path running_loader();
+
+// `loader --list file`, read into a closure.
+Closure loader_closure(const fs::path& loader, const std::string& file);
+
+// For each file, the index of the file in whose process it is loaded, or k_own_process. Y is
+// based on X when X is in Y's closure and X's closure is part of Y's; of several such X, the one
+// with the largest closure (the latest loaded), the first one on a tie. `identities`: each
+// file's own identity (nullopt: unknown, never chained).
+std::vector<std::size_t> chain_bases(std::span<const std::optional<FileIdentity>> identities,
+                                     std::span<const Closure> closures);
+
+}  // namespace venvfix::apply::detail
