@@ -1,6 +1,7 @@
 // dlopen in a child: the helper (`venvfix __load-check`) and the parent that runs and reads it.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,7 +11,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <deque>
 #include <map>
 #include <optional>
 #include <thread>
@@ -85,18 +85,31 @@ struct LoadChild {
   pid_t pid = -1;
   Fd read_end;
   LoadAnswer failure;
+  std::string text;  // what the tree has written so far
 };
+
+// One read of a started tree's pipe; false at its end (every process of the tree has ended).
+bool read_more(LoadChild& child) {
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(child.read_end.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    child.text.append(buffer, static_cast<std::size_t>(n));
+    return true;
+  }
+}
 
 LoadChild start_load(const LoadTree& tree, std::size_t index) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return {index, -1, Fd(), {"failed", "pipe: " + errno_message(errno)}};
+    return {index, -1, Fd(), {"failed", "pipe: " + errno_message(errno)}, {}};
   }
   Fd read_end(fds[0]);
   Fd write_end(fds[1]);
   std::fflush(stdout);
   pid_t pid = ::fork();
-  if (pid < 0) return {index, -1, Fd(), {"failed", "fork: " + errno_message(errno)}};
+  if (pid < 0) return {index, -1, Fd(), {"failed", "fork: " + errno_message(errno)}, {}};
   if (pid == 0) {
     read_end = Fd();
     // A crash in the library's constructors must end this process by its signal, even when
@@ -106,7 +119,7 @@ LoadChild start_load(const LoadTree& tree, std::size_t index) {
     }
     load_here(tree, index, write_end.get());
   }
-  return {index, pid, std::move(read_end), {}};
+  return {index, pid, std::move(read_end), {}, {}};
 }
 
 // Reads the answers of a started process tree (first answer per file wins) and reaps it.
@@ -115,18 +128,12 @@ void finish_load(LoadChild child, Answers& answers) {
     answers[child.index] = std::move(child.failure);
     return;
   }
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = ::read(child.read_end.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
+  while (read_more(child)) {
   }
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  for (std::string_view line : split(text, '\n')) {
+  for (std::string_view line : split(child.text, '\n')) {
     std::vector<std::string_view> fields = split(line, '\t');
     std::size_t index = 0;
     if (fields.size() < 3 ||
@@ -224,28 +231,50 @@ std::vector<std::size_t> choose_bases(std::span<const std::string> files, bool p
   return detail::chain_bases(identities, closures);
 }
 
-// Starts a process tree for each of `roots`, two at a time where there are two CPUs, and
-// prints each answer as soon as every earlier file has one.
+// Prints each answer as soon as every earlier file has one.
+void print_ready(std::span<const std::string> files, const Answers& answers, std::size_t& printed) {
+  for (; printed < answers.size() && answers[printed]; ++printed) {
+    const auto& [word, message] = *answers[printed];
+    std::printf("%.*s%s\t%s\t%s\n", static_cast<int>(k_marker.size()), k_marker.data(),
+                word.c_str(), one_line(files[printed]).c_str(), one_line(message).c_str());
+    std::fflush(stdout);
+  }
+}
+
+// Starts a process tree for each of `roots`, two at a time where there are two CPUs, the next
+// as soon as any one ends (a chain such as cuBLAS's takes longer than the rest together).
 void run_trees(const LoadTree& tree, std::span<const std::size_t> roots, Answers& answers,
                std::size_t& printed) {
   // Not more than two at once: each holds its own relocated copy of what it loads (about
   // 150 MiB for cuDNN with cuBLAS), and an apply must fit a 512 MiB cgroup.
   const std::size_t window = std::clamp(std::thread::hardware_concurrency(), 1u, 2u);
-  std::deque<LoadChild> running;
+  std::vector<LoadChild> running;
   std::size_t next = 0;
   while (next < roots.size() || !running.empty()) {
     while (next < roots.size() && running.size() < window) {
-      running.push_back(start_load(tree, roots[next++]));
+      LoadChild child = start_load(tree, roots[next++]);
+      if (child.pid < 0) {
+        finish_load(std::move(child), answers);
+      } else {
+        running.push_back(std::move(child));
+      }
     }
-    finish_load(std::move(running.front()), answers);
-    running.pop_front();
-    for (; printed < answers.size() && answers[printed]; ++printed) {
-      const auto& [word, message] = *answers[printed];
-      std::printf("%.*s%s\t%s\t%s\n", static_cast<int>(k_marker.size()), k_marker.data(),
-                  word.c_str(), one_line(tree.files[printed]).c_str(), one_line(message).c_str());
-      std::fflush(stdout);
+    if (running.empty()) continue;
+    std::vector<pollfd> waiting;
+    waiting.reserve(running.size());
+    for (const LoadChild& child : running) waiting.push_back({child.read_end.get(), POLLIN, 0});
+    if (::poll(waiting.data(), waiting.size(), -1) < 0 && errno != EINTR) {
+      // Cannot wait for several at once: finish them in turn.
+      for (pollfd& one : waiting) one.revents = POLLIN;
     }
+    for (std::size_t i = running.size(); i-- > 0;) {
+      if (waiting[i].revents == 0 || read_more(running[i])) continue;
+      finish_load(std::move(running[i]), answers);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    print_ready(tree.files, answers, printed);
   }
+  print_ready(tree.files, answers, printed);
 }
 
 }  // namespace
