@@ -1,9 +1,8 @@
 #include "apply/load_chain.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 
+#include "venvfix/base/fs.hpp"
 #include "venvfix/base/process.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/elf/elf_file.hpp"
@@ -11,12 +10,6 @@
 namespace venvfix::apply::detail {
 
 namespace {
-
-std::optional<FileIdentity> identity_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileIdentity{st.st_dev, st.st_ino};
-}
 
 // The path a line of `ld.so --list` names ("\tsoname => /path (0x…)" or "\t/path (0x…)"); empty
 // for a line without one (the vDSO); nullopt for "soname => not found".
@@ -35,6 +28,12 @@ std::optional<std::string> listed_path(std::string_view line) {
 
 }  // namespace
 
+std::optional<InodeKey> inode_key(const std::string& path) {
+  auto identity = file_identity_follow(path);
+  if (!identity) return std::nullopt;
+  return InodeKey{identity->device, identity->inode};
+}
+
 fs::path running_loader() {
   auto info = elf::read_elf("/proc/self/exe");
   if (!info || !*info) return {};
@@ -48,20 +47,20 @@ Closure loader_closure(const fs::path& loader, const std::string& file) {
   options.max_output = 1u << 20;
   auto outcome = run_process({loader.string(), "--list", file}, options);
   if (!outcome || outcome->exit_code != 0) return std::nullopt;
-  std::set<FileIdentity> closure;
-  const std::optional<FileIdentity> self = identity_of(file);
+  std::set<InodeKey> closure;
+  const std::optional<InodeKey> self = inode_key(file);
   for (std::string_view line : split(outcome->out, '\n')) {
     std::optional<std::string> path = listed_path(line);
     if (!path) return std::nullopt;
     if (path->empty()) continue;
-    std::optional<FileIdentity> id = identity_of(*path);
+    std::optional<InodeKey> id = inode_key(*path);
     if (!id) return std::nullopt;
     if (id != self) closure.insert(*id);
   }
   return closure;
 }
 
-std::vector<std::size_t> chain_bases(std::span<const std::optional<FileIdentity>> identities,
+std::vector<std::size_t> chain_bases(std::span<const std::optional<InodeKey>> identities,
                                      std::span<const Closure> closures) {
   std::vector<std::size_t> bases(closures.size(), k_own_process);
   for (std::size_t y = 0; y < closures.size(); ++y) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -24,12 +25,14 @@ namespace fs = std::filesystem;
 
 inline constexpr std::size_t k_own_process = std::numeric_limits<std::size_t>::max();
 
-// A file's identity: (st_dev, st_ino).
-using FileIdentity = std::pair<unsigned long, unsigned long>;
+// Which file a path is: (device, inode) of venvfix::file_identity_follow. Ordered, for sets.
+using InodeKey = std::pair<std::uint64_t, std::uint64_t>;
+// nullopt when the path cannot be stat'ed.
+std::optional<InodeKey> inode_key(const std::string& path);
 
-// The identities of what `ld.so --list FILE` says FILE loads (the interpreter included, FILE
-// itself not); nullopt when it cannot tell (a dependency not found, the loader failed).
-using Closure = std::optional<std::set<FileIdentity>>;
+// The files `ld.so --list FILE` says FILE loads (the interpreter included, FILE itself not);
+// nullopt when it cannot tell (a dependency not found, the loader failed).
+using Closure = std::optional<std::set<InodeKey>>;
 
 // The dynamic loader this process runs under (its PT_INTERP); empty when it cannot be read.
 fs::path running_loader();
@@ -40,8 +43,8 @@ Closure loader_closure(const fs::path& loader, const std::string& file);
 // For each file, the index of the file in whose process it is loaded, or k_own_process. Y is
 // based on X when X is in Y's closure and X's closure is part of Y's; of several such X, the one
 // with the largest closure (the latest loaded), the first one on a tie. `identities`: each
-// file's own identity (nullopt: unknown, never chained).
-std::vector<std::size_t> chain_bases(std::span<const std::optional<FileIdentity>> identities,
+// file's own key (nullopt: unknown, never chained).
+std::vector<std::size_t> chain_bases(std::span<const std::optional<InodeKey>> identities,
                                      std::span<const Closure> closures);
 
 }  // namespace venvfix::apply::detail

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -219,12 +218,10 @@ namespace {
 std::vector<std::size_t> choose_bases(std::span<const std::string> files, bool preloaded) {
   const fs::path loader = preloaded || files.size() < 2 ? fs::path() : detail::running_loader();
   if (loader.empty()) return std::vector<std::size_t>(files.size(), detail::k_own_process);
-  std::vector<std::optional<detail::FileIdentity>> identities(files.size());
+  std::vector<std::optional<detail::InodeKey>> identities(files.size());
   std::vector<detail::Closure> closures(files.size());
   (void)run_parallel(files.size(), 2, [&](std::size_t i, const JobContext&) -> Status {
-    struct stat st {};
-    if (::stat(files[i].c_str(), &st) == 0)
-      identities[i] = detail::FileIdentity{st.st_dev, st.st_ino};
+    identities[i] = detail::inode_key(files[i]);
     closures[i] = detail::loader_closure(loader, files[i]);
     return ok();
   });

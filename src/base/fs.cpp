@@ -107,9 +107,6 @@ Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
     if (n == 0) break;
     used += static_cast<std::size_t>(n);
   }
-  if (used > max_bytes) {
-    return make_error(ExitCode::error, "{}: larger than {} bytes", path.string(), max_bytes);
-  }
   data.resize(used);
   return data;
 }

@@ -343,4 +343,12 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
   return manifest;
 }
 
+Result<Manifest> read_manifest_file(const fs::path& file) {
+  VENVFIX_TRY_ASSIGN(MappedFile text, MappedFile::open(file));
+  if (text.size() > (std::size_t{1} << 30)) {
+    return make_error(ExitCode::error, "{}: larger than 1 GiB", file.string());
+  }
+  return parse_manifest(text.view(), file.string());
+}
+
 }  // namespace venvfix::txn

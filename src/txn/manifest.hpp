@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,5 +92,9 @@ void reserve_entries(Manifest& manifest, std::size_t count);
 
 std::string manifest_text(const Manifest& manifest);
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source);
+// Maps `file` and parses it. Mapped, not read: a 30,000-file venv's manifest is megabytes, and
+// manifests (the walk base too) are replaced by rename, never rewritten in place, so the
+// mapping cannot shrink under the parse. A file over 1 GiB is an error naming it.
+Result<Manifest> read_manifest_file(const std::filesystem::path& file);
 
 }  // namespace venvfix::txn

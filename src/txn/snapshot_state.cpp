@@ -22,13 +22,7 @@ Result<Manifest> load_manifest(const env::Venv& venv, const std::string& id) {
   if (::access(file.c_str(), F_OK) != 0) {
     return make_error(ExitCode::usage, "no snapshot {} in {}", id, snapshots_dir(venv).string());
   }
-  // Mapped, not read: a 30,000-file venv's manifest is megabytes, and manifests are replaced by
-  // rename, never rewritten in place, so the mapping cannot shrink under the parse.
-  VENVFIX_TRY_ASSIGN(MappedFile text, MappedFile::open(file));
-  if (text.size() > (std::size_t{1} << 30)) {
-    return make_error(ExitCode::error, "{}: larger than 1 GiB", file.string());
-  }
-  return parse_manifest(text.view(), file.string());
+  return read_manifest_file(file);
 }
 
 Result<Manifest> load_manifest_header(const env::Venv& venv, const std::string& id) {

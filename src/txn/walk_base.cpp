@@ -31,10 +31,7 @@ std::unique_ptr<WalkBase> WalkBase::load(const env::Venv& venv) {
   const fs::path file = walk_base_file(venv);
   auto identity = file_identity(file);
   if (!identity) return nullptr;
-  // Mapped, as load_manifest maps a manifest: walk-base is replaced by a rename, never rewritten.
-  auto text = MappedFile::open(file);
-  auto manifest =
-      text ? parse_manifest(text->view(), file.string()) : Result<Manifest>(text.error());
+  auto manifest = read_manifest_file(file);
   if (!manifest) {
     spdlog::debug("not carrying directories over: {}", manifest.error().message);
     return nullptr;

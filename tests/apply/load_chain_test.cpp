@@ -13,36 +13,35 @@ namespace {
 
 using venvfix::txn::testing::compile_shared;
 
-FileIdentity id(unsigned long n) {
+InodeKey id(std::uint64_t n) {
   return {1, n};
 }
 
 TEST(LoadChain, AFileIsBasedOnTheLargestListedClosureInsideItsOwn) {
   // 0 = libc-like (1), 1 = Lt (2: needs 1), 2 = cublas (3: needs 2, 1), 3 = nvblas (needs 3, 2,
   // 1), 4 = unrelated (5: needs 1).
-  std::vector<std::optional<FileIdentity>> ids = {id(1), id(2), id(3), id(4), id(5)};
-  std::vector<Closure> closures = {std::set<FileIdentity>{}, std::set{id(1)},
-                                   std::set{id(1), id(2)}, std::set{id(1), id(2), id(3)},
-                                   std::set{id(1)}};
+  std::vector<std::optional<InodeKey>> ids = {id(1), id(2), id(3), id(4), id(5)};
+  std::vector<Closure> closures = {std::set<InodeKey>{}, std::set{id(1)}, std::set{id(1), id(2)},
+                                   std::set{id(1), id(2), id(3)}, std::set{id(1)}};
   std::vector<std::size_t> bases = chain_bases(ids, closures);
   EXPECT_EQ(bases, (std::vector<std::size_t>{k_own_process, 0, 1, 2, 0}));
 }
 
 TEST(LoadChain, NoBaseWhereTheFileWouldLoadSomethingItsOwnSearchDoesNot) {
   // 1 needs 0, whose closure holds 9, which 1's own search does not load: 1 stays on its own.
-  std::vector<std::optional<FileIdentity>> ids = {id(1), id(2)};
+  std::vector<std::optional<InodeKey>> ids = {id(1), id(2)};
   std::vector<Closure> closures = {std::set{id(9)}, std::set{id(1), id(8)}};
   EXPECT_EQ(chain_bases(ids, closures), (std::vector<std::size_t>{k_own_process, k_own_process}));
   // Unknown closures or identities chain nothing.
-  closures = {std::set<FileIdentity>{}, std::nullopt};
+  closures = {std::set<InodeKey>{}, std::nullopt};
   EXPECT_EQ(chain_bases(ids, closures), (std::vector<std::size_t>{k_own_process, k_own_process}));
   ids = {std::nullopt, id(2)};
-  closures = {std::set<FileIdentity>{}, std::set{id(1)}};
+  closures = {std::set<InodeKey>{}, std::set{id(1)}};
   EXPECT_EQ(chain_bases(ids, closures), (std::vector<std::size_t>{k_own_process, k_own_process}));
 }
 
 TEST(LoadChain, FilesThatNeedEachOtherFormNoCycle) {
-  std::vector<std::optional<FileIdentity>> ids = {id(1), id(2)};
+  std::vector<std::optional<InodeKey>> ids = {id(1), id(2)};
   std::vector<Closure> closures = {std::set{id(2)}, std::set{id(1)}};
   EXPECT_EQ(chain_bases(ids, closures), (std::vector<std::size_t>{k_own_process, k_own_process}));
 }
@@ -61,9 +60,9 @@ TEST(LoadChain, TheRealLoaderListsTheClosure) {
   ASSERT_EQ(::stat(base.c_str(), &st), 0);
   Closure closure = loader_closure(loader, top.string());
   ASSERT_TRUE(closure);
-  EXPECT_TRUE(closure->contains(FileIdentity{st.st_dev, st.st_ino}));
+  EXPECT_TRUE(closure->contains(InodeKey{st.st_dev, st.st_ino}));
   ASSERT_EQ(::stat(top.c_str(), &st), 0);
-  EXPECT_FALSE(closure->contains(FileIdentity{st.st_dev, st.st_ino})) << "the file itself";
+  EXPECT_FALSE(closure->contains(InodeKey{st.st_dev, st.st_ino})) << "the file itself";
   // A dependency the loader cannot find: no closure.
   fs::remove(base);
   EXPECT_FALSE(loader_closure(loader, top.string()));
