@@ -5,7 +5,8 @@
 # another (the network's floor), side by side in one run.
 #
 #   bench/apply_bench.sh [--total-mb 1500] [--big-member-mb N] [--real-nvidia] [--rate-mb R]
-#                        [--repeat 3] [--work DIR] [--out DIR] [--keep] [--markdown FILE]
+#                        [--cgroup-mb M] [--durability-row] [--repeat 3] [--work DIR] [--out DIR]
+#                        [--keep] [--markdown FILE]
 #
 # --big-member-mb N: instead of the plan of six wheels, one wheel whose library is a single
 # member of N MB (the bounded-memory check: a 2 GB member must not cost 2 GB of memory).
@@ -17,6 +18,9 @@
 # --cgroup-mb M: one more row, the same cold apply run in a memory cgroup limited to M MiB (root,
 # cgroup v1 memory controller at /sys/fs/cgroup/memory; refused where there is none); the
 # group's failcnt and peak usage are printed after the table.
+# --durability-row: one more row, the same cold apply with fsync, fdatasync and syncfs turned
+# into no-ops by an LD_PRELOAD shim (bench/no_fsync.cc): the difference to the first row is what
+# making the transaction durable costs on this disk. Never a mode of venvfix.
 # BASELINE=/path/to/venvfix (env): one more row, the same cold apply with that binary (say a
 # Release build of main), in the same rounds.
 #
@@ -44,6 +48,7 @@ big_member_mb=0
 real_nvidia=0
 rate_mb=""
 cgroup_mb=""
+durability_row=0
 repeat=3
 work=""
 out_root=""
@@ -56,12 +61,13 @@ while [ $# -gt 0 ]; do
     --real-nvidia) real_nvidia=1; shift ;;
     --rate-mb) rate_mb=$2; shift 2 ;;
     --cgroup-mb) cgroup_mb=$2; shift 2 ;;
+    --durability-row) durability_row=1; shift ;;
     --repeat) repeat=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --out) out_root=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --markdown) markdown=$2; shift 2 ;;
-    *) echo "usage: $0 [--total-mb N] [--big-member-mb N] [--real-nvidia] [--rate-mb R] [--cgroup-mb M] [--repeat N] [--work DIR] [--out DIR] [--keep] [--markdown FILE]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--total-mb N] [--big-member-mb N] [--real-nvidia] [--rate-mb R] [--cgroup-mb M] [--durability-row] [--repeat N] [--work DIR] [--out DIR] [--keep] [--markdown FILE]" >&2; exit 2 ;;
   esac
 done
 
@@ -89,6 +95,10 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVENVFIX_BENCH
   -DVENVFIX_TESTS=OFF -DVENVFIX_WERROR=OFF "${launcher[@]}" > "$work/cmake.log"
 ninja -C "$build" -j "$(nproc)" venvfix unpack_bench > "$work/ninja.log"
 venvfix="$build/venvfix"
+no_fsync="$build/no_fsync.so"
+if [ "$durability_row" = 1 ]; then
+  g++ -O2 -shared -fPIC -o "$no_fsync" "$repo/bench/no_fsync.cc"
+fi
 driver="$build/bench/unpack_bench"
 
 # --- the wheels, the index and a venv ---------------------------------------------------------
@@ -176,6 +186,12 @@ cgroup_cold() {
     "$out/plan.json" --snapshot --yes > /dev/null
 }
 baseline_cold() { venvfix_apply "$out/cache" "$BASELINE" > /dev/null; }
+# /usr/bin/time runs first, so only the apply (and its children) has the shim.
+not_durable_cold() {
+  /usr/bin/time -a -f %M -o "$out/rss.txt" env LD_PRELOAD="$no_fsync" "$venvfix" --venv "$out/venv" \
+    --cache-dir "$out/cache" --index-url "$index/" --json -q apply "$out/plan.json" --snapshot --yes \
+    > /dev/null
+}
 venvfix_cached() { venvfix_apply "$out_root/warm-cache"; }
 warm_caches() {  # untimed: fill venvfix's caches and pip's cache once
   out="$out_root/warm-out"; rm -rf "$out"; mkdir -p "$out"
@@ -210,6 +226,8 @@ labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again
         "bsdtar -xf, one after another" "curl of the wheels, one after another")
 if [ -n "${BASELINE:-}" ]; then labels+=("venvfix apply --snapshot (cold caches), BASELINE"); fi
 cgroup_label="venvfix apply --snapshot (cold caches), in a ${cgroup_mb} MiB memory cgroup"
+durability_label="venvfix apply --snapshot (cold caches), fsync/fdatasync/syncfs no-ops (not durable)"
+if [ "$durability_row" = 1 ]; then labels+=("$durability_label"); fi
 if [ -n "$cgroup_mb" ]; then
   [ -d /sys/fs/cgroup/memory ] || { echo "--cgroup-mb: no cgroup v1 memory controller" >&2; exit 2; }
   cgroup=/sys/fs/cgroup/memory/venvfix-apply-bench-$$
@@ -233,6 +251,7 @@ for r in $(seq "$repeat"); do
   run "${labels[7]}" nothing curl_seq
   if [ -n "${BASELINE:-}" ]; then run "venvfix apply --snapshot (cold caches), BASELINE" fresh_venv_and_plan baseline_cold; fi
   if [ -n "$cgroup_mb" ]; then run "$cgroup_label" fresh_venv_and_plan cgroup_cold; fi
+  if [ "$durability_row" = 1 ]; then run "$durability_label" fresh_venv_and_plan not_durable_cold; fi
 done
 loads+=("$(cut -d' ' -f1 /proc/loadavg)")
 rm -rf "$out_root/out" "$out_root/warm-cache" "$out_root/pip-cache"
