@@ -151,6 +151,16 @@ class SystemWriteSteps final : public WriteSteps {
     if (!fd.valid()) return errno;
     return ::fsync(fd.get()) == 0 ? 0 : errno;
   }
+  int sync_data(const std::string& path) override {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) return errno;
+    return ::fdatasync(fd.get()) == 0 ? 0 : errno;
+  }
+  int sync_filesystem(const std::string& dir) override {
+    Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return errno;
+    return ::syncfs(fd.get()) == 0 ? 0 : errno;
+  }
 };
 
 }  // namespace

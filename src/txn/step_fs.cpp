@@ -103,6 +103,14 @@ class SeamWriteSteps final : public WriteSteps {
   int sync_directory(const std::string& dir) override {
     return m_disk.sync(AT_FDCWD, dir, StepFs::Sync::directory);
   }
+  int sync_data(const std::string& path) override {
+    return m_disk.sync(AT_FDCWD, path, StepFs::Sync::file_data);
+  }
+  int sync_filesystem(const std::string& dir) override {
+    Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) return errno;
+    return m_disk.sync_fs(fd.get());
+  }
 
  private:
   StepFs& m_disk;

@@ -37,6 +37,14 @@ class RecordingSteps final : public WriteSteps {
     if (int error = enter("sync_directory", dir); error != 0) return error;
     return system_write_steps().sync_directory(dir);
   }
+  int sync_data(const std::string& path) override {
+    if (int error = enter("sync_data", path); error != 0) return error;
+    return system_write_steps().sync_data(path);
+  }
+  int sync_filesystem(const std::string& dir) override {
+    if (int error = enter("sync_filesystem", dir); error != 0) return error;
+    return system_write_steps().sync_filesystem(dir);
+  }
   const std::vector<std::string>& calls() const { return m_calls; }
 
  private:

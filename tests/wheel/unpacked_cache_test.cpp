@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <fstream>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "venvfix/env/venv.hpp"
 #include "venvfix/wheel/wheel.hpp"
@@ -15,6 +20,41 @@ namespace venvfix::wheel {
 namespace {
 
 using testing::Staged;
+
+// The system's write steps, each recorded as "op path"; sync_data fails with EIO when asked.
+class RecordingSteps final : public WriteSteps {
+ public:
+  explicit RecordingSteps(bool fail_sync_data = false) : m_fail_sync_data(fail_sync_data) {}
+  int write(const std::string& path, std::string_view data, mode_t mode) override {
+    m_calls.push_back("write " + path);
+    return system_write_steps().write(path, data, mode);
+  }
+  int rename(const std::string& from, const std::string& to) override {
+    m_calls.push_back("rename " + from);
+    return system_write_steps().rename(from, to);
+  }
+  int remove(const std::string& path) override {
+    m_calls.push_back("remove " + path);
+    return system_write_steps().remove(path);
+  }
+  int sync_directory(const std::string& dir) override {
+    m_calls.push_back("sync_directory " + dir);
+    return system_write_steps().sync_directory(dir);
+  }
+  int sync_data(const std::string& path) override {
+    m_calls.push_back("sync_data " + path);
+    return m_fail_sync_data ? EIO : system_write_steps().sync_data(path);
+  }
+  int sync_filesystem(const std::string& dir) override {
+    m_calls.push_back("sync_filesystem " + dir);
+    return system_write_steps().sync_filesystem(dir);
+  }
+  const std::vector<std::string>& calls() const { return m_calls; }
+
+ private:
+  bool m_fail_sync_data;
+  std::vector<std::string> m_calls;
+};
 
 class WheelUnpackedCache : public testing::StagingTest {
  protected:
@@ -174,6 +214,44 @@ TEST_F(WheelUnpackedCache, DamagedIndexesAndForeignNamesAreNotEntries) {
   ASSERT_TRUE(write_file_atomic(entry->dir / "index", "venvfix-unpacked/1 1 2\nbad\n"));
   EXPECT_FALSE(cache.find(m_sha));
   EXPECT_FALSE(fs::exists(entry->dir));
+}
+
+TEST_F(WheelUnpackedCache, AnEntrysFilesReachTheDiskBeforeItsIndexIsWritten) {
+  RecordingSteps steps;
+  UnpackedCache cache(m_dir->path() / "cache", steps);
+  auto [first, entry] = fill(cache);
+  ASSERT_TRUE(entry);
+  const std::vector<std::string>& calls = steps.calls();
+  auto index_write = std::find_if(calls.begin(), calls.end(), [](const std::string& call) {
+    return call.starts_with("write ") && call.find("/index.tmp-") != std::string::npos;
+  });
+  ASSERT_NE(index_write, calls.end());
+  // Every file of the entry had its data synced, and each before the index was written.
+  std::set<std::string> expected;
+  for (const auto& [name, member] : entry->members) expected.insert("m/" + name);
+  expected.insert("wheel.whl");
+  std::set<std::string> synced_files;
+  for (auto call = calls.begin(); call != index_write; ++call) {
+    if (!call->starts_with("sync_data ")) continue;
+    std::string inside = call->substr(call->find("/entry.") + 1);  // entry.XXXXXX/<file>
+    synced_files.insert(inside.substr(inside.find('/') + 1));
+  }
+  EXPECT_EQ(synced_files, expected);
+  EXPECT_EQ(std::count_if(index_write, calls.end(),
+                          [](const std::string& call) { return call.starts_with("sync_data "); }),
+            0);
+}
+
+TEST_F(WheelUnpackedCache, AnEntryWhoseDataCannotReachTheDiskIsNotKept) {
+  RecordingSteps steps(/*fail_sync_data=*/true);
+  UnpackedCache cache(m_dir->path() / "cache", steps);
+  auto [first, entry] = fill(cache);  // the install itself succeeds (fill checks it)
+  EXPECT_FALSE(entry);
+  EXPECT_FALSE(fs::exists(m_dir->path() / "cache" / m_sha));
+  EXPECT_TRUE(fs::is_empty(m_dir->path() / "cache" / "tmp"));
+  EXPECT_FALSE(std::any_of(steps.calls().begin(), steps.calls().end(), [](const std::string& c) {
+    return c.find("/index") != std::string::npos;
+  }));
 }
 
 }  // namespace

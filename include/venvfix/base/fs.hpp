@@ -71,10 +71,11 @@ Result<std::string> read_file(const fs::path& path, std::size_t max_bytes = 256u
 // `mode`, writes all of `data` and fsyncs it. Returns 0 or the errno of the failure.
 int write_synced_at(int dirfd, const std::string& path, std::string_view data, mode_t mode);
 
-// The system calls of write_file_atomic, as a seam (ninja's DiskInterface): each returns 0 or
-// the errno of the failure. system_write_steps() makes them directly; the transaction engine
-// passes its txn::StepFs through one (txn::write_atomic), so that the fault tests fail and
-// count the journal's and commit marker's writes like every other write of a transaction.
+// The system calls of write_file_atomic (and of the files a caller makes durable before it), as
+// a seam (ninja's DiskInterface): each returns 0 or the errno of the failure.
+// system_write_steps() makes them directly; the transaction engine passes its txn::StepFs
+// through one (txn::write_atomic), so that the fault tests fail and count the journal's and
+// commit marker's writes like every other write of a transaction.
 class WriteSteps {
  public:
   virtual ~WriteSteps() = default;
@@ -83,6 +84,8 @@ class WriteSteps {
   virtual int rename(const std::string& from, const std::string& to) = 0;
   virtual int remove(const std::string& path) = 0;  // unlink(2)
   virtual int sync_directory(const std::string& dir) = 0;
+  virtual int sync_data(const std::string& path) = 0;       // fdatasync(2) of a file
+  virtual int sync_filesystem(const std::string& dir) = 0;  // syncfs(2) of dir's filesystem
 };
 WriteSteps& system_write_steps();
 

@@ -8,8 +8,9 @@
 //   <root>/tmp/                               entries being written
 //
 // An entry is written by hard-linking the files install_wheel has just written and checked
-// (scripts, which are rewritten in place afterwards, are copied), then renaming its directory
-// into place: an entry that exists is complete. The index records each file's size, sha256
+// (scripts, which are rewritten in place afterwards, are copied), making their data durable,
+// writing the index, then renaming its directory into place: an entry that exists is complete,
+// also after a power cut. The index records each file's size, sha256
 // (as checked against the wheel's RECORD when it was unpacked), inode and mtime; an entry
 // whose file no longer has its recorded identity (a write through the venv's hard link, say)
 // is removed and the wheel is unpacked again. Installs copy out of the cache, never link: the
@@ -63,7 +64,9 @@ struct MemberToKeep {
 
 class UnpackedCache {
  public:
-  explicit UnpackedCache(fs::path root) : m_root(std::move(root)) {}
+  // Every write of add() that must reach the disk in order goes through `steps`.
+  explicit UnpackedCache(fs::path root, WriteSteps& steps = system_write_steps())
+      : m_root(std::move(root)), m_steps(&steps) {}
   const fs::path& root() const { return m_root; }
 
   // The entry of the wheel with this sha256, when complete and intact; a damaged entry is
@@ -77,6 +80,7 @@ class UnpackedCache {
 
  private:
   fs::path m_root;
+  WriteSteps* m_steps;
 };
 
 }  // namespace venvfix::wheel
