@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "txn/apply_test_support.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/wheel/wheel.hpp"
 #include "wheel/wheel_test_support.hpp"
@@ -240,6 +241,38 @@ TEST_F(WheelUnpackedCache, AnEntrysFilesReachTheDiskBeforeItsIndexIsWritten) {
   EXPECT_EQ(std::count_if(index_write, calls.end(),
                           [](const std::string& call) { return call.starts_with("sync_data "); }),
             0);
+}
+
+TEST_F(WheelUnpackedCache, AnEntryOfManyFilesIsMadeDurableWithOneSyncOfItsFilesystem) {
+  // 70 modules and the dist-info: more files than an fdatasync each is worth.
+  const fs::path source = m_dir->path() / "many-src";
+  for (int i = 0; i < 70; ++i) {
+    txn::testing::write_text(source / "many_pkg" / fmt::format("mod_{}.py", i),
+                             fmt::format("VALUE = {}\n", i));
+  }
+  auto made = txn::testing::make_wheel(m_dir->path() / "wheels", "many_pkg", "1.0", source);
+  RecordingSteps steps;
+  UnpackedCache cache(m_dir->path() / "cache", steps);
+  InstallOptions keep;
+  keep.keep_unpacked = &cache;
+  keep.wheel_sha256_hex = made.sha256;
+  keep.umask = 022;
+  auto staged = testing::StagingTest::stage(made.path, keep);
+  ASSERT_TRUE(staged) << staged.error().message;
+  auto entry = cache.find(made.sha256);
+  ASSERT_TRUE(entry);
+  EXPECT_GT(entry->members.size(), 70u);
+  const std::vector<std::string>& calls = steps.calls();
+  auto index_write = std::find_if(calls.begin(), calls.end(), [](const std::string& call) {
+    return call.starts_with("write ") && call.find("/index.tmp-") != std::string::npos;
+  });
+  ASSERT_NE(index_write, calls.end());
+  auto is = [](std::string_view op) {
+    return [op](const std::string& call) { return call.starts_with(op); };
+  };
+  EXPECT_EQ(std::count_if(calls.begin(), index_write, is("sync_filesystem ")), 1);
+  EXPECT_EQ(std::count_if(calls.begin(), calls.end(), is("sync_filesystem ")), 1);
+  EXPECT_EQ(std::count_if(calls.begin(), calls.end(), is("sync_data ")), 0);
 }
 
 TEST_F(WheelUnpackedCache, AnEntryWhoseDataCannotReachTheDiskIsNotKept) {
