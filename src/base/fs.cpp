@@ -170,6 +170,25 @@ WriteSteps& system_write_steps() {
   return steps;
 }
 
+Status make_files_durable(const fs::path& dir, const std::vector<fs::path>& files,
+                          WriteSteps& steps) {
+  if (files.empty()) return ok();
+  if (files.size() > k_sync_each_limit) {
+    if (int error = steps.sync_filesystem(dir.string()); error != 0) {
+      return make_error(ExitCode::error, "{}: syncfs: {}", dir.string(), errno_message(error));
+    }
+    return ok();
+  }
+  for (const fs::path& file : files) {
+    int error = steps.sync_data(file.string());
+    if (error == ELOOP) continue;  // a symlink
+    if (error != 0) {
+      return make_error(ExitCode::error, "{}: fdatasync: {}", file.string(), errno_message(error));
+    }
+  }
+  return ok();
+}
+
 Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mode,
                          WriteSteps& steps) {
   const std::string temporary = fmt::format("{}.tmp-{}", path.string(), ::getpid());

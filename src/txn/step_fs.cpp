@@ -123,4 +123,9 @@ Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, m
   return write_file_atomic(path, data, mode, steps);
 }
 
+Status make_files_durable(StepFs& disk, const fs::path& dir, const std::vector<fs::path>& files) {
+  SeamWriteSteps steps(disk);
+  return venvfix::make_files_durable(dir, files, steps);
+}
+
 }  // namespace venvfix::txn

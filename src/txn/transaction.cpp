@@ -39,32 +39,15 @@ double millis_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-inline constexpr std::size_t k_fsync_each_limit = 64;
-
-Status make_staged_data_durable(StepFs& disk, int rootfd, const fs::path& root,
-                                const Journal& journal) {
-  std::size_t count = 0;
-  for (const Step& step : journal.steps) count += step.op == StepOp::move_in ? 1 : 0;
+Status make_staged_data_durable(StepFs& disk, const fs::path& root, const Journal& journal) {
   // A snapshot being restored: its files were made durable when it was taken (create ends
   // with a syncfs; a transaction's snapshot holds files that were the venv's).
-  if (count == 0 || !journal.staging_owned) return ok();
-  if (count > k_fsync_each_limit) {
-    if (int error = disk.sync_fs(rootfd); error != 0) {
-      return make_error(ExitCode::error, "{}: syncfs: {}", root.string(), errno_message(error));
-    }
-    return ok();
-  }
+  if (!journal.staging_owned) return ok();
+  std::vector<fs::path> staged;
   for (const Step& step : journal.steps) {
-    if (step.op != StepOp::move_in) continue;
-    std::string staged = join(journal.staging, step.path);
-    int error = disk.sync(rootfd, staged, StepFs::Sync::file_data);
-    if (error == ELOOP) continue;  // a symlink: its target string is metadata
-    if (error != 0) {
-      return make_error(ExitCode::error, "{}: fdatasync: {}", (root / staged).string(),
-                        errno_message(error));
-    }
+    if (step.op == StepOp::move_in) staged.push_back(root / join(journal.staging, step.path));
   }
-  return ok();
+  return make_files_durable(disk, root, staged);
 }
 
 }  // namespace
@@ -143,7 +126,7 @@ Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const Ve
   // The staged files' data must be durable before a commit marker can refer to them. A few
   // files get an fdatasync each; many get one syncfs(2), cheaper than thousands of fsyncs
   // (but it also flushes whatever else is dirty on that filesystem).
-  VENVFIX_TRY(make_staged_data_durable(disk, root.get(), venv.root, journal));
+  VENVFIX_TRY(make_staged_data_durable(disk, venv.root, journal));
   double data_ms = millis_since(start);
   start = Clock::now();
   if (auto written = write_journal(disk, venv, journal); !written) {

@@ -19,8 +19,6 @@ namespace venvfix::wheel {
 namespace {
 
 constexpr std::string_view k_header = "venvfix-unpacked/1";
-// Up to this many files get an fdatasync each, more one syncfs (as a transaction's staged data).
-constexpr std::size_t k_sync_each_limit = 64;
 
 bool is_sha256_hex(std::string_view text) {
   return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
@@ -37,26 +35,6 @@ template <typename Number>
 bool parse_number(std::string_view text, Number& out) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
   return error == std::errc() && end == text.data() + text.size();
-}
-
-// The index is what makes an entry, and a later install trusts a member by inode, size and
-// mtime without reading its bytes again: so the files' data must be on the disk before the
-// index is. A filesystem may persist a file's size before its data (ext4 with data=writeback);
-// a power cut would then leave an entry that passes every check with other bytes in it.
-Status make_data_durable(const fs::path& dir, const std::vector<fs::path>& files,
-                         WriteSteps& steps) {
-  if (files.size() > k_sync_each_limit) {
-    if (int error = steps.sync_filesystem(dir.string()); error != 0) {
-      return make_error(ExitCode::error, "{}: syncfs: {}", dir.string(), errno_message(error));
-    }
-    return ok();
-  }
-  for (const fs::path& file : files) {
-    if (int error = steps.sync_data(file.string()); error != 0) {
-      return make_error(ExitCode::error, "{}: fdatasync: {}", file.string(), errno_message(error));
-    }
-  }
-  return ok();
 }
 
 void remove_quietly(const fs::path& path) {
@@ -199,7 +177,12 @@ Status UnpackedCache::add(std::string_view wheel_sha256_hex, const fs::path& whe
                          id->mtime_ns, member.name);
     kept.push_back(std::move(to));
   }
-  if (Status durable = make_data_durable(tmp, kept, *m_steps); !durable) {
+  // The index is what makes an entry, and a later install trusts a member by inode, size and
+  // mtime without reading its bytes again: so the files' data must be on the disk before the
+  // index is. A filesystem may persist a file's size before its data (ext4 with
+  // data=writeback); a power cut would then leave an entry that passes every check with other
+  // bytes in it.
+  if (Status durable = make_files_durable(tmp, kept, *m_steps); !durable) {
     return fail(durable.error());
   }
   if (Status written = write_file_atomic(tmp / "index", index, 0644, *m_steps); !written) {

@@ -11,50 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/recording_write_steps.hpp"
 #include "venvfix/base/fs.hpp"
 
 namespace venvfix {
 namespace {
 
-// The system's steps, each recorded as "op path", and the one named `fail` failing with EIO
-// instead of happening.
-class RecordingSteps final : public WriteSteps {
- public:
-  explicit RecordingSteps(std::string fail = "") : m_fail(std::move(fail)) {}
-  int write(const std::string& path, std::string_view data, mode_t mode) override {
-    if (int error = enter("write", path); error != 0) return error;
-    return system_write_steps().write(path, data, mode);
-  }
-  int rename(const std::string& from, const std::string& to) override {
-    if (int error = enter("rename", from + " " + to); error != 0) return error;
-    return system_write_steps().rename(from, to);
-  }
-  int remove(const std::string& path) override {
-    if (int error = enter("remove", path); error != 0) return error;
-    return system_write_steps().remove(path);
-  }
-  int sync_directory(const std::string& dir) override {
-    if (int error = enter("sync_directory", dir); error != 0) return error;
-    return system_write_steps().sync_directory(dir);
-  }
-  int sync_data(const std::string& path) override {
-    if (int error = enter("sync_data", path); error != 0) return error;
-    return system_write_steps().sync_data(path);
-  }
-  int sync_filesystem(const std::string& dir) override {
-    if (int error = enter("sync_filesystem", dir); error != 0) return error;
-    return system_write_steps().sync_filesystem(dir);
-  }
-  const std::vector<std::string>& calls() const { return m_calls; }
-
- private:
-  int enter(const std::string& op, const std::string& args) {
-    m_calls.push_back(op + " " + args);
-    return op == m_fail ? EIO : 0;
-  }
-  std::string m_fail;
-  std::vector<std::string> m_calls;
-};
+using RecordingSteps = testing::RecordingWriteSteps;
 
 class WriteFileAtomic : public ::testing::Test {
  protected:
@@ -107,6 +70,31 @@ TEST_F(WriteFileAtomic, FailedDirectorySyncNamesTheDirectory) {
   auto written = write_file_atomic(m_file, "new\n", 0644, steps);
   ASSERT_FALSE(written);
   EXPECT_EQ(written.error().message, m_dir->path().string() + ": fsync: " + errno_message(EIO));
+}
+
+TEST_F(WriteFileAtomic, FilesAreMadeDurableEachUpToTheLimitAndSkipsASymlink) {
+  const fs::path link = m_dir->path() / "link";
+  fs::create_symlink("file", link);
+  RecordingSteps steps;
+  ASSERT_TRUE(make_files_durable(m_dir->path(), {m_file, link}, steps));
+  std::vector<std::string> expected = {"sync_data " + m_file.string(),
+                                       "sync_data " + link.string()};
+  EXPECT_EQ(steps.calls(), expected);
+}
+
+TEST_F(WriteFileAtomic, MoreFilesThanTheLimitAreMadeDurableWithOneSyncOfTheirFilesystem) {
+  std::vector<fs::path> files(k_sync_each_limit + 1, m_file);
+  RecordingSteps steps;
+  ASSERT_TRUE(make_files_durable(m_dir->path(), files, steps));
+  std::vector<std::string> expected = {"sync_filesystem " + m_dir->path().string()};
+  EXPECT_EQ(steps.calls(), expected);
+}
+
+TEST_F(WriteFileAtomic, AFileWhoseDataCannotBeMadeDurableIsNamed) {
+  RecordingSteps steps("sync_data");
+  auto durable = make_files_durable(m_dir->path(), {m_file}, steps);
+  ASSERT_FALSE(durable);
+  EXPECT_EQ(durable.error().message, m_file.string() + ": fdatasync: " + errno_message(EIO));
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "txn/txn_test_support.hpp"
 #include "venvfix/txn/journal.hpp"
 #include "venvfix/txn/lock.hpp"
@@ -59,6 +64,30 @@ TEST_F(TxnTransaction, CommitMovesFilesAndPrunesEmptyDirectories) {
   EXPECT_FALSE(fs::exists(journal_dir(m_venv)));
   EXPECT_TRUE(fs::is_empty(m_venv.state_dir() / "staging"));
   EXPECT_FALSE(fs::exists(m_venv.state_dir() / "snapshots" / txn->id()));
+}
+
+TEST_F(TxnTransaction, StagedFilesReachTheDiskBeforeTheJournalIsWritten) {
+  ChangeSet changes = typical_changes();
+  RealStepFs real;
+  FaultStepFs recorder(real, FaultStepFs::never, FaultStepFs::Fault::crash);
+  auto txn = Transaction::begin(m_venv, *m_lock, changes, recorder);
+  ASSERT_TRUE(txn) << txn.error().message;
+  std::vector<FaultStepFs::Record> records = recorder.records();
+  auto journal_write = std::find_if(records.begin(), records.end(), [](const auto& record) {
+    return record.op == StepFs::Op::write && record.path.find("journal") != std::string::npos;
+  });
+  ASSERT_NE(journal_write, records.end());
+  // Every staged file (the symlink too: it is skipped, as its target is metadata) had its data
+  // synced, each before the journal that refers to it.
+  std::set<std::string> synced;
+  for (auto record = records.begin(); record != journal_write; ++record) {
+    if (record->op == StepFs::Op::sync) synced.insert(record->path);
+  }
+  for (const std::string& added : changes.add) {
+    EXPECT_TRUE(synced.contains((changes.staging / added).string())) << added;
+  }
+  ASSERT_TRUE(txn->execute());
+  ASSERT_TRUE(txn->commit(KeepSnapshot::no));
 }
 
 TEST_F(TxnTransaction, RollBackAfterExecuteRestoresExactly) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/recording_write_steps.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/wheel/wheel.hpp"
@@ -22,40 +23,7 @@ namespace {
 
 using testing::Staged;
 
-// The system's write steps, each recorded as "op path"; sync_data fails with EIO when asked.
-class RecordingSteps final : public WriteSteps {
- public:
-  explicit RecordingSteps(bool fail_sync_data = false) : m_fail_sync_data(fail_sync_data) {}
-  int write(const std::string& path, std::string_view data, mode_t mode) override {
-    m_calls.push_back("write " + path);
-    return system_write_steps().write(path, data, mode);
-  }
-  int rename(const std::string& from, const std::string& to) override {
-    m_calls.push_back("rename " + from);
-    return system_write_steps().rename(from, to);
-  }
-  int remove(const std::string& path) override {
-    m_calls.push_back("remove " + path);
-    return system_write_steps().remove(path);
-  }
-  int sync_directory(const std::string& dir) override {
-    m_calls.push_back("sync_directory " + dir);
-    return system_write_steps().sync_directory(dir);
-  }
-  int sync_data(const std::string& path) override {
-    m_calls.push_back("sync_data " + path);
-    return m_fail_sync_data ? EIO : system_write_steps().sync_data(path);
-  }
-  int sync_filesystem(const std::string& dir) override {
-    m_calls.push_back("sync_filesystem " + dir);
-    return system_write_steps().sync_filesystem(dir);
-  }
-  const std::vector<std::string>& calls() const { return m_calls; }
-
- private:
-  bool m_fail_sync_data;
-  std::vector<std::string> m_calls;
-};
+using RecordingSteps = venvfix::testing::RecordingWriteSteps;
 
 class WheelUnpackedCache : public testing::StagingTest {
  protected:
@@ -276,7 +244,7 @@ TEST_F(WheelUnpackedCache, AnEntryOfManyFilesIsMadeDurableWithOneSyncOfItsFilesy
 }
 
 TEST_F(WheelUnpackedCache, AnEntryWhoseDataCannotReachTheDiskIsNotKept) {
-  RecordingSteps steps(/*fail_sync_data=*/true);
+  RecordingSteps steps("sync_data");
   UnpackedCache cache(m_dir->path() / "cache", steps);
   auto [first, entry] = fill(cache);  // the install itself succeeds (fill checks it)
   EXPECT_FALSE(entry);

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "venvfix/base/result.hpp"
 
@@ -97,6 +98,16 @@ Status write_file_atomic(const fs::path& path, std::string_view data, mode_t mod
 
 // fsyncs a directory so that renames and creations inside it are durable.
 Status fsync_directory(const fs::path& dir);
+
+// Up to this many files, make_files_durable gives each an fdatasync; more get one syncfs.
+inline constexpr std::size_t k_sync_each_limit = 64;
+
+// Makes the data of `files` durable through `steps`: an fdatasync each or, beyond
+// k_sync_each_limit files, one syncfs of `dir`'s filesystem (thousands of fdatasyncs would
+// each wait for a journal commit). A symlink among them (ELOOP) is skipped: its target is
+// metadata, made durable with its directory. Errors name the file (or `dir`).
+Status make_files_durable(const fs::path& dir, const std::vector<fs::path>& files,
+                          WriteSteps& steps = system_write_steps());
 
 // The identity of a file as stat(2) reports it; two equal identities mean "not changed" for
 // the purpose of caches (same inode, size and timestamps).

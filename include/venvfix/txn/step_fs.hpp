@@ -79,6 +79,10 @@ bool crash_points_compiled();
 // operations of `disk`. Errors name `path`.
 Status write_atomic(StepFs& disk, const fs::path& path, std::string_view data, mode_t mode = 0644);
 
+// Makes the data of `files` durable through `disk`: base's make_files_durable with its
+// fdatasyncs and syncfs as operations of `disk` (absolute paths).
+Status make_files_durable(StepFs& disk, const fs::path& dir, const std::vector<fs::path>& files);
+
 // A StepFs that counts the operations it passes to `real` and from operation number `at`
 // (0-based) on injects a fault:
 //   Fault::crash      _exit(k_crash_exit_code) instead of operation `at`: a process killed

@@ -9,12 +9,12 @@
 //
 // An entry is written by hard-linking the files install_wheel has just written and checked
 // (scripts, which are rewritten in place afterwards, are copied), making their data durable,
-// writing the index, then renaming its directory into place: an entry that exists is complete,
-// also after a power cut. The index records each file's size, sha256
-// (as checked against the wheel's RECORD when it was unpacked), inode and mtime; an entry
-// whose file no longer has its recorded identity (a write through the venv's hard link, say)
-// is removed and the wheel is unpacked again. Installs copy out of the cache, never link: the
-// venv's files never share an inode with a later install.
+// writing the index, then renaming its directory into place: an entry that exists is complete, also
+// after a power cut. The index records each file's size, sha256 (as checked against the wheel's
+// RECORD when it was unpacked), inode and mtime; an entry whose file no longer has its recorded
+// identity (a write through the venv's hard link, say) is removed and the wheel is unpacked again.
+// Installs copy out of the cache, never link: the venv's files never share an inode with a later
+// install.
 #pragma once
 
 #include <cstdint>
