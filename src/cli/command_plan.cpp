@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/heap.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/plan/planner.hpp"
 
@@ -77,6 +78,7 @@ void print_table(const plan::Plan& plan, std::ostream& out) {
 }
 
 Result<int> run_plan(const GlobalOptions& options, const PlanArgs& args) {
+  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
   VENVFIX_TRY_ASSIGN(Session session, open_session(options));
   verify::Options analysis_options;
   analysis_options.targets = args.targets;

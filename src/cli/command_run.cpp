@@ -8,6 +8,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/run_guarded.hpp"
+#include "venvfix/base/heap.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/txn/lock.hpp"
 
@@ -25,6 +26,7 @@ struct RunArgs {
 };
 
 Result<int> run_run(const GlobalOptions& options, const RunArgs& args) {
+  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
   VENVFIX_TRY_ASSIGN(Session session, open_session(options));
   VENVFIX_TRY_ASSIGN(
       txn::VenvLock lock,
