@@ -16,7 +16,12 @@ namespace {
 
 constexpr std::uintptr_t k_huge_page = std::uintptr_t{2} << 20;
 
-// Whether the kernel gives huge pages to a region that asks (the mode is "always" or "madvise").
+std::uintptr_t program_break() {
+  return reinterpret_cast<std::uintptr_t>(::sbrk(0));
+}
+
+}  // namespace
+
 bool transparent_huge_pages_available() {
   std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string modes;
@@ -24,12 +29,6 @@ bool transparent_huge_pages_available() {
   return modes.find("[always]") != std::string::npos ||
          modes.find("[madvise]") != std::string::npos;
 }
-
-std::uintptr_t program_break() {
-  return reinterpret_cast<std::uintptr_t>(::sbrk(0));
-}
-
-}  // namespace
 
 std::size_t reserve_huge_page_heap(std::size_t reserve) {
   if (!transparent_huge_pages_available()) return 0;

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -52,21 +51,13 @@ int main(int argc, char**) {
 }
 )";
 
-bool transparent_huge_pages_on() {
-  std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string modes;
-  std::getline(file, modes);
-  return modes.find("[always]") != std::string::npos ||
-         modes.find("[madvise]") != std::string::npos;
-}
-
 struct ProbeRun {
   std::size_t advised = 0;
   long faults = 0;
 };
 
 TEST(Heap, FreshHeapIsFaultedInHugePagesOnTheMainThreadAndAWorker) {
-  if (!transparent_huge_pages_on()) {
+  if (!transparent_huge_pages_available()) {
     GTEST_SKIP() << "transparent huge pages are off on this machine "
                     "(/sys/kernel/mm/transparent_hugepage/enabled says never)";
   }

@@ -19,6 +19,10 @@ namespace venvfix {
 inline constexpr std::size_t k_heap_reserve = std::size_t{64} << 20;
 inline constexpr std::size_t k_heap_mmap_threshold = std::size_t{32} << 20;
 
+// Whether the kernel gives huge pages to a region that asks for them: its mode
+// (/sys/kernel/mm/transparent_hugepage/enabled) is "always" or "madvise".
+bool transparent_huge_pages_available();
+
 // Returns the bytes of heap now advised for huge pages: 0 where transparent huge pages are off
 // ("never"), the allocator is not glibc's main arena (sanitizers), or the heap could not grow;
 // then nothing has changed but the allocator's thresholds.
