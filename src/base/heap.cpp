@@ -22,6 +22,8 @@ std::uintptr_t program_break() {
 
 }  // namespace
 
+// An ifstream, not base/fs.hpp's read_file: this file builds on its own, so that its test can
+// compile it without sanitizers (tests/base/heap_test.cpp).
 bool transparent_huge_pages_available() {
   std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string modes;

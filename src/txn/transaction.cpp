@@ -123,9 +123,7 @@ Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const Ve
   VENVFIX_TRY_ASSIGN(journal.steps, plan_steps(venv, root.get(), staging, changes, dirs));
 
   auto start = Clock::now();
-  // The staged files' data must be durable before a commit marker can refer to them. A few
-  // files get an fdatasync each; many get one syncfs(2), cheaper than thousands of fsyncs
-  // (but it also flushes whatever else is dirty on that filesystem).
+  // The staged files' data must be durable before a commit marker can refer to them.
   VENVFIX_TRY(make_staged_data_durable(disk, venv.root, journal));
   double data_ms = millis_since(start);
   start = Clock::now();
