@@ -148,7 +148,7 @@ playbook() {
   local step=$1 book=$2
   shift 2
   local rc=0
-  ansible-playbook "$fleet/$book" "$@" >"$work/$step.json" 2>"$work/$step.err" || rc=$?
+  ansible-playbook "$fleet/$book" "$@" </dev/null >"$work/$step.json" 2>"$work/$step.err" || rc=$?
   log "$step: ansible-playbook $book $* exited $rc"
   if ! python3 "$fleet/fleet_check.py" "$step" "$work/$step.json" --snapshots "$work/snapshots.json"; then
     sed -n '1,40p' "$work/$step.err" >&2
