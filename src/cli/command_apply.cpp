@@ -55,7 +55,7 @@ bool confirmed(bool yes) {
 }
 
 Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::transaction));
   VENVFIX_TRY_ASSIGN(
       txn::VenvLock lock,
       txn::VenvLock::acquire(session.venv, args.wait ? txn::LockWait::wait : txn::LockWait::fail));

@@ -9,7 +9,6 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
-#include "venvfix/base/heap.hpp"
 #include "venvfix/guard/guard.hpp"
 #include "venvfix/verify/probe.hpp"
 #include "venvfix/verify/report.hpp"
@@ -39,8 +38,7 @@ std::string early_statement(const DoctorArgs& args) {
 }
 
 Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
-  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   // The import runs in a child while the static analysis runs here: the probe costs the
   // import, not the import plus the analysis.
   std::future<Result<verify::ProbeRun>> probe;

@@ -12,7 +12,6 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/run_guarded.hpp"
-#include "venvfix/base/heap.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/guard/guard.hpp"
 #include "venvfix/txn/lock.hpp"
@@ -104,8 +103,7 @@ Result<int> run_guard_exec(const GlobalOptions& options, const GuardArgs& args) 
     return make_error(ExitCode::error, "cannot run {}: {}", args.command.front(),
                       errno_message(errno));
   }
-  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   VENVFIX_TRY_ASSIGN(txn::VenvLock lock, txn::VenvLock::acquire(session.venv, txn::LockWait::wait));
   apply::RunOptions run_options;
   run_options.keep_snapshot = txn::KeepSnapshot::yes;

@@ -7,7 +7,6 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/base/fs.hpp"
-#include "venvfix/base/heap.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/plan/planner.hpp"
 
@@ -78,8 +77,7 @@ void print_table(const plan::Plan& plan, std::ostream& out) {
 }
 
 Result<int> run_plan(const GlobalOptions& options, const PlanArgs& args) {
-  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   verify::Options analysis_options;
   analysis_options.targets = args.targets;
   VENVFIX_TRY_ASSIGN(verify::Analysis analysis,

@@ -8,7 +8,6 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/run_guarded.hpp"
-#include "venvfix/base/heap.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/txn/lock.hpp"
 
@@ -26,8 +25,7 @@ struct RunArgs {
 };
 
 Result<int> run_run(const GlobalOptions& options, const RunArgs& args) {
-  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   VENVFIX_TRY_ASSIGN(
       txn::VenvLock lock,
       txn::VenvLock::acquire(session.venv, args.wait ? txn::LockWait::wait : txn::LockWait::fail));

@@ -29,7 +29,7 @@ struct UninstallArgs {
 };
 
 Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& args) {
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::transaction));
   VENVFIX_TRY_ASSIGN(
       txn::VenvLock lock,
       txn::VenvLock::acquire(session.venv, args.wait ? txn::LockWait::wait : txn::LockWait::fail));

@@ -6,7 +6,6 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
-#include "venvfix/base/heap.hpp"
 #include "venvfix/verify/why.hpp"
 
 namespace venvfix::cli {
@@ -19,8 +18,7 @@ struct WhyArgs {
 };
 
 Result<int> run_why(const GlobalOptions& options, const WhyArgs& args) {
-  (void)reserve_huge_page_heap();  // the analysis: tens of MiB of tables, then exit
-  VENVFIX_TRY_ASSIGN(Session session, open_session(options));
+  VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   verify::Options analysis_options;
   analysis_options.targets = args.targets;
   VENVFIX_TRY_ASSIGN(verify::Analysis analysis,

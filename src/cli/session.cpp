@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/heap.hpp"
 #include "venvfix/txn/lock.hpp"
 
 namespace venvfix::cli {
@@ -21,7 +22,8 @@ Result<plan::Plan> read_plan_file(const std::string& file) {
   return plan::parse_plan(text, file == "-" ? "standard input" : file);
 }
 
-Result<Session> open_session(const GlobalOptions& options) {
+Result<Session> open_session(const GlobalOptions& options, HeapUse heap) {
+  if (heap == HeapUse::analysis) (void)reserve_huge_page_heap();  // 0 where it cannot: no harm
   VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   VENVFIX_TRY(txn::require_no_unfinished_transaction(venv));
   fs::path manifest_dir = options.manifest_dir.value_or(manifest::Manifests::default_dir());

@@ -22,7 +22,13 @@ struct Session {
   elf::SystemView system;
 };
 
-Result<Session> open_session(const GlobalOptions& options);
+// How a command's heap is laid out. An analysis (doctor, why, plan, run, the guard) allocates
+// tens of MiB of tables and exits: its heap grows in transparent huge pages, which saves most of
+// its page faults (reserve_huge_page_heap). A command that changes the venv keeps glibc's
+// defaults: memory freed into such a heap stays resident, and apply is held to a peak RSS.
+enum class HeapUse { analysis, transaction };
+
+Result<Session> open_session(const GlobalOptions& options, HeapUse heap);
 
 // A plan document from a file (`-`: standard input); unreadable or invalid: ExitCode::usage.
 Result<plan::Plan> read_plan_file(const std::string& file);
