@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "support/scratch_test.hpp"
+#include "support/world.hpp"
+
 namespace venvfix {
 namespace {
 
@@ -32,6 +39,29 @@ TEST(Sha256, RejectsMalformedDigests) {
   EXPECT_FALSE(sha256_from_hex(std::string(64, 'g')));
   EXPECT_FALSE(sha256_from_base64url("short"));
   EXPECT_FALSE(sha256_from_base64url(std::string(43, '*')));
+}
+
+class Sha256File : public venvfix::testing::ScratchTest {
+ protected:
+  Sha256File() : ScratchTest("venvfix-sha256-") {}
+};
+
+// sha256_file sizes its buffer by the file (4 KiB up to 1 MiB): each size around those bounds
+// hashes as coreutils' sha256sum says.
+TEST_F(Sha256File, AgreesWithSha256sumAtEverySizeAroundItsBuffer) {
+  std::mt19937 random(13);
+  for (std::size_t size : {0UL, 1UL, 4095UL, 4096UL, 4097UL, (1UL << 20) - 1, 1UL << 20,
+                           (1UL << 20) + 1, (3UL << 20) + 5}) {
+    const fs::path file = path("file-" + std::to_string(size));
+    std::string bytes(size, '\0');
+    for (char& byte : bytes) byte = static_cast<char>(random());
+    std::ofstream(file, std::ios::binary) << bytes;
+    auto digest = sha256_file(file);
+    ASSERT_TRUE(digest) << digest.error().message;
+    auto judge = venvfix::testing::run_command({"sha256sum", file.string()});
+    ASSERT_EQ(judge.exit_code, 0) << judge.err;
+    EXPECT_EQ(to_hex(*digest), judge.out.substr(0, 64)) << size << " bytes";
+  }
 }
 
 }  // namespace
