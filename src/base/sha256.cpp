@@ -50,8 +50,9 @@ Result<Sha256Digest> sha256_file(const fs::path& path) {
   // read(2) in pieces rather than one mapping: memory stays bounded whatever the file's size
   // (a mapped 2 GB wheel would count 2 GB in the resident set), and a file truncated while it
   // is read gives a short read, not SIGBUS.
-  // A small file gets a buffer of its size: a fresh 1 MiB block per file cost a mapping and its
-  // page faults (under ASan, also its shadow's), most of the time of hashing a venv's small files.
+  // A small file gets a buffer of its size: a fresh 1 MiB block per file may cost a mapping and
+  // its page faults each time (always under ASan, which also poisons its shadow: the tests'
+  // fingerprints of venvs spent most of their time there).
   constexpr std::size_t k_piece = 1u << 20;
   constexpr std::size_t k_smallest_piece = 4096;
   VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDONLY));
