@@ -24,8 +24,9 @@ struct Session {
 
 // How a command's heap is laid out. An analysis (doctor, why, plan, run, the guard) allocates
 // tens of MiB of tables and exits: its heap grows in transparent huge pages, which saves most of
-// its page faults (reserve_huge_page_heap). A command that changes the venv keeps glibc's
-// defaults: memory freed into such a heap stays resident, and apply is held to a peak RSS.
+// its page faults (reserve_huge_page_heap); run's and the guard's rollbacks write little. A
+// command whose work is writing the venv (apply, uninstall) keeps glibc's defaults: memory freed
+// into such a heap stays resident, and apply is held to a peak RSS.
 enum class HeapUse { analysis, transaction };
 
 Result<Session> open_session(const GlobalOptions& options, HeapUse heap);
