@@ -31,7 +31,9 @@
 #   actions added), with empty caches: download, stage (overlapped), the journaled moves with
 #   their fsyncs, the dist-info, verification. This is the whole transaction, safety included.
 # - the same apply again with the caches warm (a re-apply: the unpacked-wheel cache holds every
-#   wheel, as after a rollback; the download cache holds no .whl, the cold apply streamed them).
+#   wheel, as after a rollback; the download cache holds no .whl, the cold apply streamed them;
+#   the load check's verdicts are kept, docs/apply.md "Kept verdicts"), and once more with
+#   --recheck-loads (every library loaded again, as before verdicts were kept).
 # - venvfix stage only, parallel / streaming: wheel::install_wheel of the local wheel files
 #   (bench/unpack_bench.cpp) with the parallel unpacker, and with the one-thread libarchive
 #   reference (Unpack::streaming): no transaction, no download.
@@ -193,6 +195,11 @@ not_durable_cold() {
     > /dev/null
 }
 venvfix_cached() { venvfix_apply "$out_root/warm-cache"; }
+# The same, every library loaded again (--recheck-loads): what the kept load verdicts save.
+venvfix_cached_recheck() {
+  timed "$venvfix" --venv "$out/venv" --cache-dir "$out_root/warm-cache" --index-url "$index/" --json -q \
+    apply "$out/plan.json" --snapshot --yes --recheck-loads
+}
 warm_caches() {  # untimed: fill venvfix's caches and pip's cache once
   out="$out_root/warm-out"; rm -rf "$out"; mkdir -p "$out"
   fresh_venv_and_plan
@@ -223,7 +230,8 @@ curl_seq() {
 labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again (warm caches: re-apply)"
         "venvfix: stage local files, parallel" "venvfix: stage local files, streaming (1 thread)"
         "pip install --no-deps (--no-cache-dir)" "pip install --no-deps (warm pip cache)"
-        "bsdtar -xf, one after another" "curl of the wheels, one after another")
+        "bsdtar -xf, one after another" "curl of the wheels, one after another"
+        "venvfix re-apply, --recheck-loads (no kept load verdict)")
 if [ -n "${BASELINE:-}" ]; then labels+=("venvfix apply --snapshot (cold caches), BASELINE"); fi
 cgroup_label="venvfix apply --snapshot (cold caches), in a ${cgroup_mb} MiB memory cgroup"
 durability_label="venvfix apply --snapshot (cold caches), fsync/fdatasync/syncfs no-ops (not durable)"
@@ -249,6 +257,7 @@ for r in $(seq "$repeat"); do
   run "${labels[5]}" fresh_venv pip_warm
   run "${labels[6]}" nothing bsdtar_seq
   run "${labels[7]}" nothing curl_seq
+  run "${labels[8]}" fresh_venv_and_plan venvfix_cached_recheck
   if [ -n "${BASELINE:-}" ]; then run "venvfix apply --snapshot (cold caches), BASELINE" fresh_venv_and_plan baseline_cold; fi
   if [ -n "$cgroup_mb" ]; then run "$cgroup_label" fresh_venv_and_plan cgroup_cold; fi
   if [ "$durability_row" = 1 ]; then run "$durability_label" fresh_venv_and_plan not_durable_cold; fi

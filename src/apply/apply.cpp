@@ -41,7 +41,11 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const txn::VenvLock& lock,
   VENVFIX_TRY_ASSIGN(txn::Transaction transaction, timer.time(&ApplyTimings::move_s, [&] {
     return move(venv, lock, changes, staging);
   }));
-  const VerifyInput input{plan, staged.staged, closures_before, departures.installed};
+  const fs::path& cache_dir = downloader.config().cache_dir;
+  const VerifyInput input{plan, staged.staged, closures_before, departures.installed,
+                          options.keep_load_verdicts && !cache_dir.empty()
+                              ? cache_dir / "load-verdicts-v1"
+                              : fs::path()};
   const std::vector<std::string> failures = timer.time(&ApplyTimings::verify_s, [&] {
     return verify_after_moves(venv, manifests, system, options, input, report);
   });

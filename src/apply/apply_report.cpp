@@ -44,6 +44,7 @@ nlohmann::json apply_json(const ApplyReport& report, std::string_view command) {
   for (const LoadResult& load : report.loads) {
     json item = {{"path", load.path.string()}, {"status", to_string(load.status)}};
     if (!load.message.empty()) item["message"] = load.message;
+    if (!load.proven_at.empty()) item["proven_at"] = load.proven_at;
     loads.push_back(std::move(item));
   }
   json verify_cmd = nullptr;
@@ -77,7 +78,9 @@ nlohmann::json apply_json(const ApplyReport& report, std::string_view command) {
 std::vector<std::string> describe_verification(const ApplyReport& report) {
   std::vector<std::string> lines;
   std::size_t loaded = 0;
+  std::size_t proven_earlier = 0;
   for (const LoadResult& load : report.loads) {
+    if (!load.proven_at.empty()) ++proven_earlier;
     if (load.status == LoadStatus::loaded) {
       ++loaded;
     } else {
@@ -85,8 +88,15 @@ std::vector<std::string> describe_verification(const ApplyReport& report) {
           fmt::format("{} {}: {}", to_string(load.status), load.path.string(), load.message));
     }
   }
-  lines.insert(lines.begin(), fmt::format("{} of {} libraries loaded in a child process", loaded,
-                                          report.loads.size()));
+  std::string summary =
+      fmt::format("{} of {} libraries loaded in a child process", loaded, report.loads.size());
+  if (proven_earlier != 0) {
+    summary += fmt::format(
+        " ({} of them by an earlier check of the same bytes, kept: --recheck-loads loads them "
+        "again)",
+        proven_earlier);
+  }
+  lines.insert(lines.begin(), std::move(summary));
   for (const verify::Finding& finding : report.targets.failures) {
     lines.push_back("problem: " + finding.message);
   }

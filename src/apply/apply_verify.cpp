@@ -1,10 +1,13 @@
 // The verification and commit phases of apply_plan (phases.hpp): the loader rules, dlopen of
 // what changed in a child, --verify-cmd, the probe; then commit or roll back.
+#include <sys/stat.h>
+
 #include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "apply/stage_hashes.hpp"
+#include "venvfix/apply/load_verdicts.hpp"
 #include "venvfix/apply/phases.hpp"
 #include "venvfix/dist/scan.hpp"
 #include "venvfix/elf/elf_file.hpp"
@@ -86,7 +89,22 @@ std::vector<fs::path> files_to_load(const env::Venv& venv, const verify::Analysi
   return {to_load.begin(), to_load.end()};
 }
 
-// Those files dlopen'ed in a child.
+// What staging checked against RECORD, by the identity the shared objects have after the
+// moves: a kept load verdict (load_verdicts.hpp) knows them by content.
+KnownContents staged_contents(const env::Venv& venv, const VerifyInput& input) {
+  KnownContents known;
+  for (const StagedWheel& wheel : input.staged) {
+    for (const wheel::InstalledFile& file : wheel.install.files) {
+      if (!dist::looks_like_shared_object(fs::path(file.path).filename().string())) continue;
+      struct stat st {};
+      if (::lstat((venv.root / file.path).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      known[{st.st_dev, st.st_ino}] = {file.sha256, file.size};
+    }
+  }
+  return known;
+}
+
+// Those files dlopen'ed in a child, or proven by a kept verdict.
 void check_loads(const env::Venv& venv, const verify::Analysis& after,
                  const manifest::Manifests& manifests, const elf::SystemView& system,
                  const ApplyOptions& options, const VerifyInput& input, ApplyReport& report,
@@ -95,7 +113,12 @@ void check_loads(const env::Venv& venv, const verify::Analysis& after,
   load_options.timeout_seconds = options.load_timeout_s;
   load_options.helper = options.helper;
   load_options.preload = after.preloaded;
-  auto loads = dlopen_in_child(files_to_load(venv, after, system, input), manifests, load_options);
+  LoadVerdictOptions verdicts;
+  verdicts.dir = input.load_verdicts;
+  verdicts.reuse = !options.recheck_loads;
+  if (!verdicts.dir.empty()) verdicts.known = staged_contents(venv, input);
+  auto loads = dlopen_keeping_verdicts(files_to_load(venv, after, system, input), manifests,
+                                       load_options, verdicts);
   if (!loads) {
     failures.push_back(loads.error().message);
     return;

@@ -36,6 +36,25 @@ using Closure = std::optional<std::set<InodeKey>>;
 
 // The dynamic loader this process runs under (its PT_INTERP); empty when it cannot be read.
 fs::path running_loader();
+// The same for another binary.
+fs::path loader_of(const fs::path& binary);
+
+// One file of the loader's listing: the name it was asked for (a soname, or the path), and the
+// path it found (nullopt: "not found").
+struct ListedObject {
+  std::string name;
+  std::optional<std::string> path;
+};
+enum class WhenMissing {
+  fail,  // `loader --list file`: nullopt when a dependency is not found
+  list,  // the loader in trace mode (LD_TRACE_LOADED_OBJECTS=1, as ldd): listed as not found
+};
+// What the loader lists for `file`, in its order (the vDSO left out); nullopt when it cannot
+// tell (the loader failed). `environment`: the whole environment of the loader; nullopt: this
+// process's (its clean_environment() in trace mode).
+std::optional<std::vector<ListedObject>> loader_list(
+    const fs::path& loader, const std::string& file,
+    const std::optional<std::vector<std::string>>& environment, WhenMissing when_missing);
 
 // `loader --list file`, read into a closure.
 Closure loader_closure(const fs::path& loader, const std::string& file);

@@ -173,7 +173,7 @@ bool needs_python_symbols(std::string_view message) {
 
 LoadResult classify(const fs::path& path, std::string_view word, std::string message,
                     const manifest::Manifests& manifests) {
-  LoadResult result{path, LoadStatus::failed, std::move(message)};
+  LoadResult result{path, LoadStatus::failed, std::move(message), {}};
   if (word == "loaded") {
     result.status = LoadStatus::loaded;
   } else if (word == "crashed") {
@@ -353,12 +353,16 @@ Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
     if (it != answers.end()) {
       results.push_back(classify(file, it->second.first, it->second.second, manifests));
     } else if (outcome.timed_out) {
-      results.push_back({file, LoadStatus::timed_out,
-                         fmt::format("not loaded within {} s", options.timeout_seconds)});
+      results.push_back({file,
+                         LoadStatus::timed_out,
+                         fmt::format("not loaded within {} s", options.timeout_seconds),
+                         {}});
     } else {
-      results.push_back({file, LoadStatus::crashed,
-                         fmt::format("the load check stopped (status {}) before reaching it",
-                                     outcome.exit_code)});
+      results.push_back(
+          {file,
+           LoadStatus::crashed,
+           fmt::format("the load check stopped (status {}) before reaching it", outcome.exit_code),
+           {}});
     }
   }
   return results;

@@ -29,6 +29,7 @@ struct ApplyArgs {
   std::vector<std::string> targets;
   TransactionProbeArgs probe;
   int load_timeout = 60;
+  bool recheck_loads = false;
   wheel::LinkMode link_mode = wheel::LinkMode::hardlink;
 };
 
@@ -90,6 +91,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
   apply_options.probe = transaction_probe(options, args.probe);
   apply_options.load_timeout_s = args.load_timeout;
+  apply_options.recheck_loads = args.recheck_loads;
   apply_options.link_mode = args.link_mode;
   VENVFIX_TRY_ASSIGN(apply_options.sources, apply::find_links_sources(plan, index));
   apply_options.reason =
@@ -123,6 +125,9 @@ void add_apply_command(CLI::App& app, CommandContext& context) {
                   "Distribution whose libraries must load (repeatable; without PLAN)");
   sub->add_option("--load-timeout", args->load_timeout, "Seconds the library load check may take")
       ->check(positive_number());
+  sub->add_flag("--recheck-loads", args->recheck_loads,
+                "Load every library again, also those an earlier load check proved loadable "
+                "with the same bytes, loader and system (kept under the download cache)");
   sub->add_option("--link-mode", args->link_mode,
                   "How wheels already unpacked in the cache are installed: hardlink (default, "
                   "as uv) or copy (a reflink clone where possible: no inode shared with the "

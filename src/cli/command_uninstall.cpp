@@ -26,6 +26,7 @@ struct UninstallArgs {
   std::optional<std::string> verify_cmd;
   std::vector<std::string> targets;
   TransactionProbeArgs probe;
+  bool recheck_loads = false;
 };
 
 Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& args) {
@@ -48,6 +49,7 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
   apply_options.snapshot = args.snapshot ? txn::KeepSnapshot::yes : txn::KeepSnapshot::no;
   if (args.verify_cmd) apply_options.verify_cmd = {"/bin/sh", "-c", *args.verify_cmd};
   apply_options.probe = transaction_probe(options, args.probe);
+  apply_options.recheck_loads = args.recheck_loads;
   apply_options.reason = "uninstall " + join(args.dists, " ");
   if (mode == plan::UninstallMode::force && !uninstall.breaks.empty()) {
     // What it breaks stays broken: verification is reported, never rolled back on.
@@ -83,6 +85,9 @@ void add_uninstall_command(CLI::App& app, CommandContext& context) {
                   "A command (run with /bin/sh -c, the venv activated) that must succeed");
   sub->add_option("--target", args->targets,
                   "Distribution whose libraries must keep loading (repeatable)");
+  sub->add_flag("--recheck-loads", args->recheck_loads,
+                "Load every library again, also those an earlier load check proved loadable "
+                "with the same bytes, loader and system");
   add_transaction_probe_options(*sub, args->probe);
   sub->footer(
       "Exit codes: 0 uninstalled, 3 refused (it would break a target), 4 download failed "

@@ -215,6 +215,46 @@ TEST_F(ApplyCli, ATreeSnapshotRestoresOverAReapplyFromTheUnpackedCache) {
   expect_tree_is(venv, healthy);
 }
 
+// A re-apply from the unpacked cache installs the bytes the first apply loaded: their verdicts
+// are kept under the download cache and stand in for the loads, and the report says so;
+// --recheck-loads loads them again.
+TEST_F(ApplyCli, AReapplyTrustsKeptLoadVerdictsUnlessToldToRecheck) {
+  fs::path venv = scenario("seed");
+  CommandResult applied = venvfix(venv, {"--json", "apply", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  const json first = json::parse(applied.out)["verification"]["loads"];
+  ASSERT_FALSE(first.empty());
+  for (const json& load : first) EXPECT_FALSE(load.contains("proven_at")) << load.dump();
+  EXPECT_TRUE(fs::is_directory(path("cache/load-verdicts-v1")));
+
+  auto proven_earlier = [](const json& loads) {
+    std::size_t count = 0;
+    for (const json& load : loads) count += load.contains("proven_at") ? 1 : 0;
+    return count;
+  };
+  ASSERT_EQ(run_pip(venv, {"uninstall", "-y", "nvidia-cudnn-cu12"}).exit_code, 0);
+  applied = venvfix(venv, {"apply", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  EXPECT_THAT(applied.out, HasSubstr("by an earlier check of the same bytes"));
+  ASSERT_EQ(run_pip(venv, {"uninstall", "-y", "nvidia-cudnn-cu12"}).exit_code, 0);
+  applied = venvfix(venv, {"--json", "apply", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  const json second = json::parse(applied.out)["verification"]["loads"];
+  EXPECT_EQ(second.size(), first.size());
+  // Every one that loaded; a driver-missing one (libcaffe2_nvrtc.so here) is loaded again.
+  for (const json& load : second) {
+    EXPECT_EQ(load.contains("proven_at"), load["status"] != "driver-missing") << load.dump();
+  }
+  EXPECT_GT(proven_earlier(second), 0u);
+
+  ASSERT_EQ(run_pip(venv, {"uninstall", "-y", "nvidia-cudnn-cu12"}).exit_code, 0);
+  applied = venvfix(venv, {"--json", "apply", "--yes", "--recheck-loads"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  const json third = json::parse(applied.out)["verification"]["loads"];
+  EXPECT_EQ(third.size(), first.size());
+  EXPECT_EQ(proven_earlier(third), 0u) << third.dump(2);
+}
+
 TEST_F(ApplyCli, PipTreatsWhatVenvfixInstalledAsItsOwn) {
   fs::path venv = scenario("seed");
   CommandResult applied = venvfix(venv, {"apply", "--yes"});

@@ -74,6 +74,9 @@ struct LoadResult {
   fs::path path;
   LoadStatus status = LoadStatus::failed;
   std::string message;  // dlerror() text, or what happened
+  // Non-empty: not loaded now; an earlier check of the same bytes found this then (ISO 8601
+  // UTC; apply/load_verdicts.hpp).
+  std::string proven_at;
   bool ok() const {
     return status == LoadStatus::loaded || status == LoadStatus::driver_missing ||
            status == LoadStatus::needs_python;

@@ -117,6 +117,7 @@ struct VerifyInput {
   const std::vector<StagedWheel>& staged;
   const std::map<fs::path, std::string>& closures_before;
   const std::set<std::string>& installed;  // normalised names
+  fs::path load_verdicts;  // where kept load verdicts live (load_verdicts.hpp); empty: none
 };
 
 // Runs the checks into `report`; returns the failures, one sentence each.

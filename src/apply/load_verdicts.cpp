@@ -1,0 +1,261 @@
+// Kept load verdicts (include/venvfix/apply/load_verdicts.hpp): their keys and their store.
+#include "venvfix/apply/load_verdicts.hpp"
+
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "apply/load_chain.hpp"
+#include "venvfix/base/fs.hpp"
+#include "venvfix/base/parallel.hpp"
+#include "venvfix/base/process.hpp"
+#include "venvfix/base/strings.hpp"
+#include "venvfix/txn/journal.hpp"
+
+namespace venvfix::apply {
+
+namespace {
+
+constexpr std::string_view k_schema = "venvfix-load-verdict/1";
+
+// One object of a key: its content where staging checked it, else its identity; and the flags
+// of its filesystem (a noexec mount refuses what loaded elsewhere). Memoises statvfs by device.
+class ObjectText {
+ public:
+  explicit ObjectText(const KnownContents& known) : m_known(known) {}
+
+  std::optional<std::string> operator()(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    std::string text;
+    auto known = m_known.find({st.st_dev, st.st_ino});
+    if (known != m_known.end() && known->second.second == static_cast<std::uint64_t>(st.st_size)) {
+      text = fmt::format("sha256={} size={}", to_hex(known->second.first), st.st_size);
+    } else {
+      const FileIdentity id = file_identity_from(st);
+      text = fmt::format("dev={} ino={} size={} mtime={} ctime={}", id.device, id.inode, id.size,
+                         id.mtime_ns, id.ctime_ns);
+    }
+    return fmt::format("{} fs={:x}", text, filesystem_flags(path, st.st_dev));
+  }
+
+ private:
+  unsigned long filesystem_flags(const std::string& path, dev_t device) {
+    const std::lock_guard lock(m_mutex);
+    auto it = m_flags.find(device);
+    if (it != m_flags.end()) return it->second;
+    struct statvfs vfs {};
+    const unsigned long flags = ::statvfs(path.c_str(), &vfs) == 0 ? vfs.f_flag : ~0ul;
+    m_flags.emplace(device, flags);
+    return flags;
+  }
+
+  const KnownContents& m_known;
+  std::mutex m_mutex;
+  std::map<dev_t, unsigned long> m_flags;
+};
+
+std::string identity_line(const fs::path& path) {
+  auto id = file_identity_follow(path);
+  if (!id) return path.string() + " absent";
+  return fmt::format("{} dev={} ino={} size={} mtime={} ctime={}", path.string(), id->device,
+                     id->inode, id->size, id->mtime_ns, id->ctime_ns);
+}
+
+// The environment the child gets, without what cannot change a load (the working directory is
+// in the listings: a relative search path is resolved there). As a digest: keys are file names
+// and the environment may hold secrets.
+std::string environment_digest(const std::vector<std::string>& environment) {
+  std::vector<std::string> kept;
+  for (const std::string& entry : environment) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name != "PWD" && name != "OLDPWD" && name != "SHLVL" && name != "_") kept.push_back(entry);
+  }
+  std::sort(kept.begin(), kept.end());
+  std::string joined;
+  for (const std::string& entry : kept) joined += entry + '\0';
+  return to_hex(sha256(joined));
+}
+
+// The CPU as the first processor of /proc/cpuinfo describes it (vendor, model, flags): what a
+// constructor may test (AVX-512, say) and what the loader's glibc-hwcaps choice rests on.
+std::string cpu_digest() {
+  auto text = read_file("/proc/cpuinfo", 16u << 20);
+  if (!text) return "unknown";
+  std::string first;
+  for (std::string_view line : split(*text, '\n')) {
+    if (line.empty()) break;  // the end of the first processor's block
+    if (line.starts_with("vendor_id") || line.starts_with("model name") ||
+        line.starts_with("flags") || line.starts_with("Features") || line.starts_with("CPU part")) {
+      first += std::string(line) + "\n";
+    }
+  }
+  return to_hex(sha256(first));
+}
+
+// What every key of this process shares.
+std::string host_part(const fs::path& helper, const fs::path& loader,
+                      const std::vector<std::string>& environment) {
+  std::string text = fmt::format("{}\nhelper {}\nloader {}\n", k_schema, identity_line(helper),
+                                 identity_line(loader));
+  text += identity_line("/etc/ld.so.cache") + "\n" + identity_line("/etc/ld.so.preload") + "\n";
+  // getauxval returns AT_PLATFORM's pointer as an integer.
+  const auto* platform =
+      reinterpret_cast<const char*>(::getauxval(AT_PLATFORM));  // NOLINT(performance-no-int-to-ptr)
+  text += fmt::format("hwcap={:x} hwcap2={:x} platform={} cpu sha256={}\n", ::getauxval(AT_HWCAP),
+                      ::getauxval(AT_HWCAP2), platform != nullptr ? platform : "", cpu_digest());
+  struct utsname name {};
+  if (::uname(&name) == 0) text += fmt::format("kernel {} {}\n", name.release, name.version);
+  text += "environment sha256=" + environment_digest(environment) + "\n";
+  return text;
+}
+
+// "<title> <path> <object>\n" and one line per object the loader lists (one not found as
+// such: a preload may provide it); nullopt when the loader cannot list the file.
+std::optional<std::string> listed_part(std::string_view title, const std::string& path,
+                                       const fs::path& loader,
+                                       const std::vector<std::string>& environment,
+                                       ObjectText& object_text) {
+  std::optional<std::string> self = object_text(path);
+  auto listed = detail::loader_list(loader, path, environment, detail::WhenMissing::list);
+  if (!self || !listed) return std::nullopt;
+  std::string text = fmt::format("{} {} {}\n", title, path, *self);
+  for (const detail::ListedObject& object : *listed) {
+    if (!object.path) {
+      text += fmt::format("  {} not found\n", object.name);
+      continue;
+    }
+    std::optional<std::string> object_line = object_text(*object.path);
+    if (!object_line) return std::nullopt;
+    text += fmt::format("  {} => {} {}\n", object.name, *object.path, *object_line);
+  }
+  return text;
+}
+
+fs::path helper_of(const LoadCheckOptions& options) {
+  if (!options.helper.empty()) return options.helper;
+  std::error_code error;
+  fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? fs::path() : self;
+}
+
+std::optional<LoadStatus> kept_status(std::string_view word) {
+  for (LoadStatus status : {LoadStatus::loaded, LoadStatus::needs_python}) {
+    if (to_string(status) == word) return status;
+  }
+  return std::nullopt;
+}
+
+fs::path verdict_path(const fs::path& dir, const std::string& key) {
+  return dir / (to_hex(sha256(key)) + ".json");
+}
+
+std::optional<LoadResult> find_verdict(const fs::path& dir, const fs::path& file,
+                                       const std::string& key) {
+  auto text = read_file(verdict_path(dir, key), 64u << 10);
+  if (!text) return std::nullopt;
+  const nlohmann::json verdict = nlohmann::json::parse(*text, nullptr, false);
+  if (!verdict.is_object() || verdict.value("schema", "") != k_schema) return std::nullopt;
+  const std::optional<LoadStatus> status = kept_status(verdict.value("status", ""));
+  const std::string checked_at = verdict.value("checked_at", "");
+  if (!status || checked_at.empty()) return std::nullopt;
+  return LoadResult{file, *status, verdict.value("message", ""), checked_at};
+}
+
+// Without an fsync: a verdict lost in a crash only costs the next apply a load, and one torn
+// does not parse.
+bool write_unsynced(const fs::path& path, std::string_view data) {
+  auto file = open_file(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!file) return false;
+  while (!data.empty()) {
+    const ssize_t n = ::write(file->get(), data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void keep_verdict(const fs::path& dir, const std::string& key, const LoadResult& result) {
+  if (!kept_status(to_string(result.status))) return;
+  const nlohmann::json verdict = {{"schema", k_schema},
+                                  {"file", result.path.string()},
+                                  {"status", to_string(result.status)},
+                                  {"message", result.message},
+                                  {"checked_at", txn::utc_now_iso8601()}};
+  const fs::path path = verdict_path(dir, key);
+  const fs::path temporary = path.string() + fmt::format(".tmp.{}", ::getpid());
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (!write_unsynced(temporary, verdict.dump()) ||
+      ::rename(temporary.c_str(), path.c_str()) != 0) {
+    spdlog::debug("load verdict for {} not kept in {}", result.path.string(), dir.string());
+    fs::remove(temporary, error);
+  }
+}
+
+}  // namespace
+
+std::vector<std::optional<std::string>> load_verdict_keys(std::span<const fs::path> files,
+                                                          const LoadCheckOptions& options,
+                                                          const KnownContents& known) {
+  std::vector<std::optional<std::string>> keys(files.size());
+  const fs::path helper = helper_of(options);
+  const fs::path loader = helper.empty() ? fs::path() : detail::loader_of(helper);
+  if (loader.empty()) return keys;
+  const std::vector<std::string> environment = clean_environment();
+  ObjectText object_text(known);
+  std::string shared = host_part(helper, loader, environment);
+  for (const fs::path& preload : options.preload) {
+    auto part = listed_part("preload", preload.string(), loader, environment, object_text);
+    if (!part) return keys;
+    shared += *part;
+  }
+  (void)run_parallel(files.size(), 2, [&](std::size_t i, const JobContext&) -> Status {
+    auto part = listed_part("file", files[i].string(), loader, environment, object_text);
+    if (part) keys[i] = shared + *part;
+    return ok();
+  });
+  return keys;
+}
+
+Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path> files,
+                                                        const manifest::Manifests& manifests,
+                                                        const LoadCheckOptions& options,
+                                                        const LoadVerdictOptions& verdicts) {
+  if (verdicts.dir.empty()) return dlopen_in_child(files, manifests, options);
+  const std::vector<std::optional<std::string>> keys =
+      load_verdict_keys(files, options, verdicts.known);
+  std::vector<std::optional<LoadResult>> results(files.size());
+  std::vector<fs::path> to_load;
+  std::vector<std::size_t> loaded_at;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (verdicts.reuse && keys[i]) results[i] = find_verdict(verdicts.dir, files[i], *keys[i]);
+    if (results[i]) continue;
+    to_load.push_back(files[i]);
+    loaded_at.push_back(i);
+  }
+  VENVFIX_TRY_ASSIGN(std::vector<LoadResult> loaded, dlopen_in_child(to_load, manifests, options));
+  for (std::size_t j = 0; j < loaded.size(); ++j) {
+    const std::size_t i = loaded_at[j];
+    if (keys[i]) keep_verdict(verdicts.dir, *keys[i], loaded[j]);
+    results[i] = std::move(loaded[j]);
+  }
+  std::vector<LoadResult> out;
+  out.reserve(results.size());
+  for (std::optional<LoadResult>& result : results) out.push_back(std::move(*result));
+  return out;
+}
+
+}  // namespace venvfix::apply
