@@ -116,6 +116,7 @@ void check_loads(const env::Venv& venv, const verify::Analysis& after,
   LoadVerdictOptions verdicts;
   verdicts.dir = input.load_verdicts;
   verdicts.reuse = !options.recheck_loads;
+  verdicts.venv_root = venv.root;
   if (!verdicts.dir.empty()) verdicts.known = staged_contents(venv, input);
   auto loads = dlopen_keeping_verdicts(files_to_load(venv, after, system, input), manifests,
                                        load_options, verdicts);

@@ -29,13 +29,21 @@ namespace {
 
 constexpr std::string_view k_schema = "venvfix-load-verdict/1";
 
-// One object of a key: its content where staging checked it, else its identity; and the flags
-// of its filesystem (a noexec mount refuses what loaded elsewhere). Memoises statvfs by device.
-class ObjectText {
+// The objects of a key: each by its content where staging checked it, else by its identity,
+// with the flags of its filesystem (a noexec mount refuses what loaded elsewhere; statvfs
+// memoised by device); a path inside the venv as "$VENV/…", so that the same bytes installed
+// into another venv keep their verdict.
+class KeyObjects {
  public:
-  explicit ObjectText(const KnownContents& known) : m_known(known) {}
+  KeyObjects(const KnownContents& known, const fs::path& venv_root)
+      : m_known(known), m_root(venv_root.empty() ? std::string() : venv_root.string() + "/") {}
 
-  std::optional<std::string> operator()(const std::string& path) {
+  std::string shown(const std::string& path) const {
+    if (m_root.empty() || !path.starts_with(m_root)) return path;
+    return "$VENV/" + path.substr(m_root.size());
+  }
+
+  std::optional<std::string> describe(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return std::nullopt;
     std::string text;
@@ -62,6 +70,7 @@ class ObjectText {
   }
 
   const KnownContents& m_known;
+  const std::string m_root;
   std::mutex m_mutex;
   std::map<dev_t, unsigned long> m_flags;
 };
@@ -126,19 +135,20 @@ std::string host_part(const fs::path& helper, const fs::path& loader,
 std::optional<std::string> listed_part(std::string_view title, const std::string& path,
                                        const fs::path& loader,
                                        const std::vector<std::string>& environment,
-                                       ObjectText& object_text) {
-  std::optional<std::string> self = object_text(path);
+                                       KeyObjects& objects) {
+  std::optional<std::string> self = objects.describe(path);
   auto listed = detail::loader_list(loader, path, environment, detail::WhenMissing::list);
   if (!self || !listed) return std::nullopt;
-  std::string text = fmt::format("{} {} {}\n", title, path, *self);
+  std::string text = fmt::format("{} {} {}\n", title, objects.shown(path), *self);
   for (const detail::ListedObject& object : *listed) {
     if (!object.path) {
-      text += fmt::format("  {} not found\n", object.name);
+      text += fmt::format("  {} not found\n", objects.shown(object.name));
       continue;
     }
-    std::optional<std::string> object_line = object_text(*object.path);
+    std::optional<std::string> object_line = objects.describe(*object.path);
     if (!object_line) return std::nullopt;
-    text += fmt::format("  {} => {} {}\n", object.name, *object.path, *object_line);
+    text += fmt::format("  {} => {} {}\n", objects.shown(object.name), objects.shown(*object.path),
+                        *object_line);
   }
   return text;
 }
@@ -209,21 +219,21 @@ void keep_verdict(const fs::path& dir, const std::string& key, const LoadResult&
 
 std::vector<std::optional<std::string>> load_verdict_keys(std::span<const fs::path> files,
                                                           const LoadCheckOptions& options,
-                                                          const KnownContents& known) {
+                                                          const LoadVerdictOptions& verdicts) {
   std::vector<std::optional<std::string>> keys(files.size());
   const fs::path helper = helper_of(options);
   const fs::path loader = helper.empty() ? fs::path() : detail::loader_of(helper);
   if (loader.empty()) return keys;
   const std::vector<std::string> environment = clean_environment();
-  ObjectText object_text(known);
+  KeyObjects objects(verdicts.known, verdicts.venv_root);
   std::string shared = host_part(helper, loader, environment);
   for (const fs::path& preload : options.preload) {
-    auto part = listed_part("preload", preload.string(), loader, environment, object_text);
+    auto part = listed_part("preload", preload.string(), loader, environment, objects);
     if (!part) return keys;
     shared += *part;
   }
   (void)run_parallel(files.size(), 2, [&](std::size_t i, const JobContext&) -> Status {
-    auto part = listed_part("file", files[i].string(), loader, environment, object_text);
+    auto part = listed_part("file", files[i].string(), loader, environment, objects);
     if (part) keys[i] = shared + *part;
     return ok();
   });
@@ -235,8 +245,7 @@ Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path
                                                         const LoadCheckOptions& options,
                                                         const LoadVerdictOptions& verdicts) {
   if (verdicts.dir.empty()) return dlopen_in_child(files, manifests, options);
-  const std::vector<std::optional<std::string>> keys =
-      load_verdict_keys(files, options, verdicts.known);
+  const std::vector<std::optional<std::string>> keys = load_verdict_keys(files, options, verdicts);
   std::vector<std::optional<LoadResult>> results(files.size());
   std::vector<fs::path> to_load;
   std::vector<std::size_t> loaded_at;

@@ -111,7 +111,7 @@ TEST_F(LoadVerdicts, ADependencyReplacedIsLoadedAgain) {
 TEST_F(LoadVerdicts, ADependencyNotFoundIsInTheKeyAndFailuresAreNeverKept) {
   compile_with_missing_needed(path("bad/libbad.so.1"), "libbad.so.1", "libvenvfix_absent.so.7");
   const std::vector<fs::path> files = {path("bad/libbad.so.1"), path("lib/libneeds.so.1")};
-  auto keys = load_verdict_keys(files, m_options, {});
+  auto keys = load_verdict_keys(files, m_options, m_verdicts);
   ASSERT_EQ(keys.size(), 2u);
   ASSERT_TRUE(keys[0]);
   EXPECT_THAT(*keys[0], HasSubstr("libvenvfix_absent.so.7 not found"));
@@ -154,6 +154,36 @@ TEST_F(LoadVerdicts, ContentStandsForIdentityWhereStagingCheckedIt) {
   fs::create_hard_link(path("deps/libdep.so.1"), path("link-b"));
   EXPECT_FALSE(check(path("lib/libneeds.so.1")).proven_at.empty());
   EXPECT_EQ(loads(), 3u);
+}
+
+// The same bytes installed into another venv (hard links from the unpacked cache): paths inside
+// the venv are keyed relative to it, so the verdict holds there too; keyed absolutely, not.
+TEST_F(LoadVerdicts, TheSameBytesInAnotherVenvKeepTheirVerdict) {
+  for (const char* file : {"lib/libneeds.so.1", "deps/libdep.so.1"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(path(file).c_str(), &st), 0);
+    auto digest = sha256_file(path(file));
+    ASSERT_TRUE(digest);
+    m_verdicts.known[{st.st_dev, st.st_ino}] = {*digest, static_cast<std::uint64_t>(st.st_size)};
+  }
+  m_verdicts.venv_root = m_dir->path();
+  ASSERT_EQ(check(path("lib/libneeds.so.1")).status, LoadStatus::loaded);
+  EXPECT_EQ(loads(), 1u);
+
+  const fs::path other = path("other-venv");
+  for (const char* file : {"lib/libneeds.so.1", "deps/libdep.so.1"}) {
+    fs::create_directories((other / file).parent_path());
+    fs::create_hard_link(path(file), other / file);
+  }
+  m_verdicts.venv_root = other;
+  LoadResult there = check(other / "lib/libneeds.so.1");
+  EXPECT_EQ(there.status, LoadStatus::loaded);
+  EXPECT_FALSE(there.proven_at.empty());
+  EXPECT_EQ(loads(), 1u);
+
+  m_verdicts.venv_root.clear();
+  EXPECT_TRUE(check(other / "lib/libneeds.so.1").proven_at.empty());
+  EXPECT_EQ(loads(), 2u);
 }
 
 TEST_F(LoadVerdicts, RecheckLoadsAgainAndKeepsTheNewVerdict) {

@@ -2,7 +2,8 @@
 // earlier load check proved loadable, and loading libcublasLt.so.13 again costs a third of a
 // second. A verdict (loaded, needs-python) is kept under the download cache, keyed by
 // everything the real loader's answer depends on that venvfix can name:
-// - the file's path, and each file the real loader says it loads now (its trace mode, as ldd's,
+// - the file's path (relative to the venv), and each file the real loader says it loads now (its
+// trace mode, as ldd's,
 //   in the load check's clean environment: the search is asked again every time, only the
 //   loading is not), each by its content where staging checked it against RECORD (a hard link
 //   from the unpacked cache moves an inode's ctime without changing a byte), else by its
@@ -42,13 +43,16 @@ struct LoadVerdictOptions {
   fs::path dir;       // where verdicts are kept (<download cache>/load-verdicts-v1); empty: none
   bool reuse = true;  // false (--recheck-loads): load everything, and keep the new verdicts
   KnownContents known;
+  // Paths inside it are keyed relative to it: the same bytes installed into another venv (of a
+  // fleet, or a copy) keep their verdict where everything else holds. Empty: absolute paths.
+  fs::path venv_root;
 };
 
-// The key of each file (nullopt: none, see above), as text; `options.preload` and
-// `options.helper` as dlopen_in_child uses them.
+// The key of each file (nullopt: the loader cannot list it, or the helper's loader is unknown),
+// as text; `options.preload` and `options.helper` as dlopen_in_child uses them.
 std::vector<std::optional<std::string>> load_verdict_keys(std::span<const fs::path> files,
                                                           const LoadCheckOptions& options,
-                                                          const KnownContents& known);
+                                                          const LoadVerdictOptions& verdicts);
 
 // dlopen_in_child for the files without a kept verdict; the others' results are the kept ones,
 // with `proven_at` set. Keeps the new verdicts of the files that loaded (never fails for that).
