@@ -107,6 +107,35 @@ TEST_F(UninstallCli, RepairPutsBackWhatTheOtherBuildOverwrote) {
   }
 }
 
+// The repair's load check keeps its verdicts as apply's does; --recheck-loads loads again.
+TEST_F(UninstallCli, ARepairKeepsItsLoadVerdictsUnlessToldToRecheck) {
+  fs::path venv = scenario("healthy");
+  auto repair = [&](std::vector<std::string> extra) {
+    CommandResult installed =
+        run_pip(venv, {"install", "--force-reinstall", "--no-deps", "--index-url", m_index->url(),
+                       "nvidia-cudnn-cu13==9.13.0.50"});
+    EXPECT_EQ(installed.exit_code, 0) << installed.err;
+    std::vector<std::string> args = {"--json", "uninstall", "nvidia-cudnn-cu13", "--repair"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult repaired = venvfix(venv, args);
+    EXPECT_EQ(repaired.exit_code, 0) << repaired.out << repaired.err;
+    std::size_t loads = 0;
+    std::size_t proven_earlier = 0;
+    if (repaired.exit_code != 0) return std::pair{loads, proven_earlier};
+    const json report = json::parse(repaired.out);
+    for (const json& load : report["verification"]["loads"]) {
+      ++loads;
+      proven_earlier += load.contains("proven_at") ? 1 : 0;
+    }
+    return std::pair{loads, proven_earlier};
+  };
+  const auto [first_loads, first_kept] = repair({});
+  ASSERT_GT(first_loads, 0u);
+  EXPECT_EQ(first_kept, 0u);
+  EXPECT_GT(repair({}).second, 0u);
+  EXPECT_EQ(repair({"--recheck-loads"}).second, 0u);
+}
+
 // The refusal needs no index: with one that cannot be reached, a removal that would break torch
 // is still refused with exit 3 naming the soname (not exit 4); only --repair reads the index.
 TEST_F(UninstallCli, RefusesWithoutTheIndex) {
