@@ -80,12 +80,13 @@ std::vector<std::string> describe_verification(const ApplyReport& report) {
   std::size_t loaded = 0;
   std::size_t proven_earlier = 0;
   for (const LoadResult& load : report.loads) {
-    if (!load.proven_at.empty()) ++proven_earlier;
+    const bool kept = !load.proven_at.empty();
     if (load.status == LoadStatus::loaded) {
       ++loaded;
+      proven_earlier += kept ? 1 : 0;
     } else {
-      lines.push_back(
-          fmt::format("{} {}: {}", to_string(load.status), load.path.string(), load.message));
+      lines.push_back(fmt::format("{} {}: {}{}", to_string(load.status), load.path.string(),
+                                  load.message, kept ? " (an earlier check's verdict, kept)" : ""));
     }
   }
   std::string summary =
