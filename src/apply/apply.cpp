@@ -43,9 +43,7 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const txn::VenvLock& lock,
   }));
   const fs::path& cache_dir = downloader.config().cache_dir;
   const VerifyInput input{plan, staged.staged, closures_before, departures.installed,
-                          options.keep_load_verdicts && !cache_dir.empty()
-                              ? cache_dir / "load-verdicts-v1"
-                              : fs::path()};
+                          cache_dir.empty() ? fs::path() : cache_dir / "load-verdicts-v1"};
   const std::vector<std::string> failures = timer.time(&ApplyTimings::verify_s, [&] {
     return verify_after_moves(venv, manifests, system, options, input, report);
   });

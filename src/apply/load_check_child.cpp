@@ -313,20 +313,23 @@ int load_check_helper(std::span<const std::string> preload, std::span<const std:
   return 0;
 }
 
+Result<fs::path> helper_binary(const LoadCheckOptions& options) {
+  if (!options.helper.empty()) return options.helper;
+  std::error_code error;
+  fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (error) {
+    return make_error(ExitCode::error, "cannot find the venvfix binary for the load check: {}",
+                      error.message());
+  }
+  return self;
+}
+
 Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
                                                 const manifest::Manifests& manifests,
                                                 const LoadCheckOptions& options) {
   std::vector<LoadResult> results;
   if (files.empty()) return results;
-  fs::path helper = options.helper;
-  if (helper.empty()) {
-    std::error_code error;
-    helper = fs::read_symlink("/proc/self/exe", error);
-    if (error) {
-      return make_error(ExitCode::error, "cannot find the venvfix binary for the load check: {}",
-                        error.message());
-    }
-  }
+  VENVFIX_TRY_ASSIGN(const fs::path helper, helper_binary(options));
   std::vector<std::string> argv = {helper.string(), "__load-check"};
   for (const fs::path& path : options.preload) {
     argv.push_back("--preload");

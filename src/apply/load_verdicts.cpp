@@ -29,6 +29,11 @@ namespace {
 
 constexpr std::string_view k_schema = "venvfix-load-verdict/1";
 
+std::string identity_text(const FileIdentity& id) {
+  return fmt::format("dev={} ino={} size={} mtime={} ctime={}", id.device, id.inode, id.size,
+                     id.mtime_ns, id.ctime_ns);
+}
+
 // The objects of a key: each by its content where staging checked it, else by its identity,
 // with the flags of its filesystem (a noexec mount refuses what loaded elsewhere; statvfs
 // memoised by device); a path inside the venv as "$VENV/…", so that the same bytes installed
@@ -51,9 +56,7 @@ class KeyObjects {
     if (known != m_known.end() && known->second.second == static_cast<std::uint64_t>(st.st_size)) {
       text = fmt::format("sha256={} size={}", to_hex(known->second.first), st.st_size);
     } else {
-      const FileIdentity id = file_identity_from(st);
-      text = fmt::format("dev={} ino={} size={} mtime={} ctime={}", id.device, id.inode, id.size,
-                         id.mtime_ns, id.ctime_ns);
+      text = identity_text(file_identity_from(st));
     }
     return fmt::format("{} fs={:x}", text, filesystem_flags(path, st.st_dev));
   }
@@ -77,9 +80,7 @@ class KeyObjects {
 
 std::string identity_line(const fs::path& path) {
   auto id = file_identity_follow(path);
-  if (!id) return path.string() + " absent";
-  return fmt::format("{} dev={} ino={} size={} mtime={} ctime={}", path.string(), id->device,
-                     id->inode, id->size, id->mtime_ns, id->ctime_ns);
+  return path.string() + " " + (id ? identity_text(*id) : std::string("absent"));
 }
 
 // The environment the child gets, without what cannot change a load (the working directory is
@@ -153,13 +154,6 @@ std::optional<std::string> listed_part(std::string_view title, const std::string
   return text;
 }
 
-fs::path helper_of(const LoadCheckOptions& options) {
-  if (!options.helper.empty()) return options.helper;
-  std::error_code error;
-  fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? fs::path() : self;
-}
-
 std::optional<LoadStatus> kept_status(std::string_view word) {
   for (LoadStatus status : {LoadStatus::loaded, LoadStatus::needs_python}) {
     if (to_string(status) == word) return status;
@@ -221,12 +215,12 @@ std::vector<std::optional<std::string>> load_verdict_keys(std::span<const fs::pa
                                                           const LoadCheckOptions& options,
                                                           const LoadVerdictOptions& verdicts) {
   std::vector<std::optional<std::string>> keys(files.size());
-  const fs::path helper = helper_of(options);
-  const fs::path loader = helper.empty() ? fs::path() : detail::loader_of(helper);
+  const Result<fs::path> helper = helper_binary(options);
+  const fs::path loader = helper ? detail::loader_of(*helper) : fs::path();
   if (loader.empty()) return keys;
   const std::vector<std::string> environment = clean_environment();
   KeyObjects objects(verdicts.known, verdicts.venv_root);
-  std::string shared = host_part(helper, loader, environment);
+  std::string shared = host_part(*helper, loader, environment);
   for (const fs::path& preload : options.preload) {
     auto part = listed_part("preload", preload.string(), loader, environment, objects);
     if (!part) return keys;

@@ -46,9 +46,8 @@ struct ApplyOptions {
       txn::KeepSnapshot::no;            // --snapshot: keep what was replaced for rollback
   std::vector<std::string> verify_cmd;  // argv of --verify-cmd; empty: none
   int load_timeout_s = 60;              // the dlopen child
-  // Keep the load check's verdicts in <download cache>/load-verdicts-v1 and trust one whose key
-  // still holds (apply/load_verdicts.hpp). recheck_loads (--recheck-loads): load everything.
-  bool keep_load_verdicts = true;
+  // The load check keeps its verdicts in <download cache>/load-verdicts-v1 and trusts one whose
+  // key still holds (apply/load_verdicts.hpp); true (--recheck-loads): load everything again.
   bool recheck_loads = false;
   int verify_cmd_timeout_s = 600;
   VerifyMode verify = VerifyMode::full;

@@ -90,6 +90,9 @@ struct LoadCheckOptions {
   std::vector<fs::path> preload;
 };
 
+// The venvfix binary the load check runs: options.helper, or this process's executable.
+Result<fs::path> helper_binary(const LoadCheckOptions& options);
+
 // dlopens each of `files` in a child (see above); one result per file, in order. Errors only
 // when the child cannot be started or says nothing parsable.
 Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,

@@ -2,13 +2,12 @@
 // earlier load check proved loadable, and loading libcublasLt.so.13 again costs a third of a
 // second. A verdict (loaded, needs-python) is kept under the download cache, keyed by
 // everything the real loader's answer depends on that venvfix can name:
-// - the file's path (relative to the venv), and each file the real loader says it loads now (its
-// trace mode, as ldd's,
-//   in the load check's clean environment: the search is asked again every time, only the
-//   loading is not), each by its content where staging checked it against RECORD (a hard link
-//   from the unpacked cache moves an inode's ctime without changing a byte), else by its
-//   identity (device, inode, size, mtime, ctime); a dependency not found as such (a preload
-//   may provide it);
+// - the file's path (relative to the venv), and each file the real loader says it loads now
+//   (its trace mode, as ldd's, in the load check's clean environment: the search is asked again
+//   every time, only the loading is not), each by its content where staging checked it against
+//   RECORD (a hard link from the unpacked cache moves an inode's ctime without changing a
+//   byte), else by its identity (device, inode, size, mtime, ctime); a dependency not found as
+//   such (a preload may provide it);
 // - the same for every preloaded file, in order;
 // - the helper binary, the loader, /etc/ld.so.cache and /etc/ld.so.preload (identities; ldconfig
 //   replaces the cache when a driver is installed), the filesystem flags of every file (noexec),
