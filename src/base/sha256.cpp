@@ -1,7 +1,6 @@
 #include "venvfix/base/sha256.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,12 +10,16 @@
 #include <cstring>
 #include <memory>
 
+#include "crypto_library.hpp"
+
 namespace venvfix {
 
+// libcrypto is loaded by the first digest a process makes (crypto_library.hpp).
 struct Sha256::Impl {
-  EVP_MD_CTX* context = nullptr;
-  Impl() : context(EVP_MD_CTX_new()) { EVP_DigestInit_ex(context, EVP_sha256(), nullptr); }
-  ~Impl() { EVP_MD_CTX_free(context); }
+  const detail::CryptoLibrary& crypto = detail::libcrypto();
+  EVP_MD_CTX* context = crypto.md_ctx_new();
+  Impl() { crypto.digest_init(context, crypto.sha256, nullptr); }
+  ~Impl() { crypto.md_ctx_free(context); }
 };
 
 Sha256::Sha256() : m_impl(std::make_unique<Impl>()) {}
@@ -25,18 +28,18 @@ Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
 void Sha256::update(std::span<const std::byte> data) {
-  EVP_DigestUpdate(m_impl->context, data.data(), data.size());
+  m_impl->crypto.digest_update(m_impl->context, data.data(), data.size());
 }
 
 void Sha256::update(std::string_view data) {
-  EVP_DigestUpdate(m_impl->context, data.data(), data.size());
+  m_impl->crypto.digest_update(m_impl->context, data.data(), data.size());
 }
 
 Sha256Digest Sha256::finish() {
   Sha256Digest digest{};
   unsigned int length = 0;
-  EVP_DigestFinal_ex(m_impl->context, digest.data(), &length);
-  EVP_DigestInit_ex(m_impl->context, EVP_sha256(), nullptr);
+  m_impl->crypto.digest_final(m_impl->context, digest.data(), &length);
+  m_impl->crypto.digest_init(m_impl->context, m_impl->crypto.sha256, nullptr);
   return digest;
 }
 

@@ -1,6 +1,10 @@
 #include "venvfix/base/shared_library.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 
 #include <cstdlib>
 
@@ -14,6 +18,8 @@ std::string loader_reason() {
   const char* reason = ::dlerror();
   return reason ? reason : "no reason given";
 }
+
+std::atomic<FatalErrorReporter> fatal_error_reporter{nullptr};
 
 }  // namespace
 
@@ -34,6 +40,25 @@ Result<void*> SharedLibrary::find_address(const char* name) const {
                       loader_reason());
   }
   return address;
+}
+
+void set_fatal_error_reporter(FatalErrorReporter reporter) {
+  fatal_error_reporter.store(reporter);
+}
+
+void exit_for_missing_library(const Error& load_error) {
+  // The first thread to get here reports; any other waits for the exit.
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true)) {
+    for (;;) ::pause();
+  }
+  if (FatalErrorReporter reporter = fatal_error_reporter.load()) {
+    reporter(load_error);
+  } else {
+    std::fprintf(stderr, "venvfix: error: %s\n", load_error.message.c_str());
+  }
+  std::fflush(nullptr);
+  ::_exit(static_cast<int>(load_error.code));
 }
 
 void library_used_unloaded(const Error& load_error) {

@@ -14,6 +14,7 @@
 
 #include "cli/command.hpp"
 #include "venvfix/base/log.hpp"
+#include "venvfix/base/shared_library.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/manifest/manifests.hpp"
 
@@ -104,7 +105,17 @@ std::string version_text() {
                      date.empty() ? "an unknown date" : date, dir.string());
 }
 
+// Whether the fatal error reporter writes the error document too (set before anything runs).
+bool g_fatal_error_as_json = false;
+
+void report_fatal_error(const Error& error) {
+  report_error(error, g_fatal_error_as_json);
+  std::cout.flush();
+}
+
 int run(int argc, char** argv) {
+  g_fatal_error_as_json = json_requested(argc, argv);
+  set_fatal_error_reporter(report_fatal_error);
   CLI::App app{
       "venvfix: diagnose and repair Python virtual environments whose native libraries "
       "were broken by package operations"};

@@ -1,4 +1,5 @@
-// The hash cache file: versioned little-endian records with a trailing SHA-256 checksum.
+// The hash cache file: versioned little-endian records with a trailing checksum (CRC-32 from
+// version 2; version 1's SHA-256 is still read).
 #include "venvfix/dist/hash_cache.hpp"
 
 #include <sys/stat.h>
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <libdeflate.h>
+
 #include "venvfix/base/log.hpp"
 
 namespace venvfix::dist {
@@ -16,7 +19,11 @@ namespace venvfix::dist {
 namespace {
 
 constexpr char k_magic[8] = {'V', 'F', 'X', 'H', 'A', 'S', 'H', '\n'};
-constexpr std::uint32_t k_version = 1;
+// Version 2 ends with a CRC-32, version 1 with a SHA-256. The checksum only catches a torn or
+// damaged file (it is written atomically and trusted as much as the venv), and a CRC-32 needs no
+// libcrypto: a warm doctor, which hashes nothing, does not load it at all.
+constexpr std::uint32_t k_version = 2;
+constexpr std::uint32_t k_version_sha256 = 1;
 constexpr std::size_t k_header_size = 8 + 4 + 4 + 8;
 constexpr std::size_t k_record_size = 5 * 8 + 32;
 constexpr std::size_t k_max_entries = 1u << 20;
@@ -40,6 +47,23 @@ std::uint32_t get_u32(const char* p) {
   std::uint32_t value = 0;
   for (int i = 3; i >= 0; --i) value = (value << 8) | static_cast<std::uint8_t>(p[i]);
   return value;
+}
+
+std::uint32_t crc32_of(std::string_view bytes) {
+  return libdeflate_crc32(0, bytes.data(), bytes.size());
+}
+
+std::size_t checksum_size(std::uint32_t version) {
+  return version == k_version_sha256 ? 32 : 4;
+}
+
+// Whether `body` ends in the checksum `version` puts after it.
+bool checksum_matches(std::uint32_t version, std::string_view body, std::string_view checksum) {
+  if (version == k_version_sha256) {
+    Sha256Digest digest = sha256(body);
+    return std::memcmp(digest.data(), checksum.data(), digest.size()) == 0;
+  }
+  return get_u32(checksum.data()) == crc32_of(body);
 }
 
 bool not_writable(int error_number) {
@@ -134,7 +158,7 @@ std::string HashCache::encode() const {
            std::tie(b.first.device, b.first.inode, b.first.mtime_ns);
   });
   std::string out;
-  out.reserve(k_header_size + sorted.size() * k_record_size + 32);
+  out.reserve(k_header_size + sorted.size() * k_record_size + 4);
   out.append(k_magic, sizeof k_magic);
   put_u32(out, k_version);
   put_u32(out, static_cast<std::uint32_t>(k_record_size));
@@ -147,29 +171,30 @@ std::string HashCache::encode() const {
     put_u64(out, static_cast<std::uint64_t>(key.ctime_ns));
     out.append(reinterpret_cast<const char*>(entry->digest.data()), entry->digest.size());
   }
-  Sha256Digest checksum = sha256(out);
-  out.append(reinterpret_cast<const char*>(checksum.data()), checksum.size());
+  put_u32(out, crc32_of(out));
   return out;
 }
 
 Status HashCache::decode(std::string_view bytes) {
-  if (bytes.size() < k_header_size + 32 || std::memcmp(bytes.data(), k_magic, 8) != 0) {
+  if (bytes.size() < k_header_size + 4 || std::memcmp(bytes.data(), k_magic, 8) != 0) {
     return make_error(ExitCode::error, "not a venvfix hash cache");
   }
   std::uint32_t version = get_u32(bytes.data() + 8);
   std::uint32_t record_size = get_u32(bytes.data() + 12);
   std::uint64_t count = get_u64(bytes.data() + 16);
-  if (version != k_version || record_size != k_record_size) {
+  if ((version != k_version && version != k_version_sha256) || record_size != k_record_size) {
     return make_error(ExitCode::error, "unknown hash cache version {}", version);
   }
-  if (count > k_max_entries || bytes.size() != k_header_size + count * k_record_size + 32) {
+  const std::size_t trailer = checksum_size(version);
+  if (count > k_max_entries || bytes.size() != k_header_size + count * k_record_size + trailer) {
     return make_error(ExitCode::error, "truncated or oversized hash cache");
   }
-  std::string_view body = bytes.substr(0, bytes.size() - 32);
-  Sha256Digest checksum = sha256(body);
-  if (std::memcmp(checksum.data(), bytes.data() + body.size(), 32) != 0) {
+  std::string_view body = bytes.substr(0, bytes.size() - trailer);
+  if (!checksum_matches(version, body, bytes.substr(body.size()))) {
     return make_error(ExitCode::error, "hash cache checksum mismatch");
   }
+  // A version-1 file is written again as version 2 by the next save, whatever else it learns.
+  m_dirty = version != k_version;
   m_entries.clear();
   m_entries.reserve(count);
   const char* p = bytes.data() + k_header_size;

@@ -1,11 +1,12 @@
 // SharedLibrary (dlopen and dlsym with errors that name the library and the function), and the
-// sonames venvfix dlopens for libcurl and libarchive checked against the libraries the build
-// compiled against, as the real loader resolves them.
+// sonames venvfix dlopens for libcurl, libarchive and libcrypto checked against the libraries the
+// build compiled against, as the real loader resolves them.
 #include <cstring>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/crypto_library.hpp"
 #include "fetch/curl_library.hpp"
 #include "support/loaded_library.hpp"
 #include "venvfix/base/fs.hpp"
@@ -64,10 +65,13 @@ void expect_soname_of_the_build(const char* soname, const fs::path& built_agains
 TEST(SharedLibrary, TheSonamesVenvfixLoadsAreTheLibrariesTheBuildCompiledAgainst) {
   expect_soname_of_the_build(fetch::detail::curl_soname, VENVFIX_CURL_LIBRARY);
   expect_soname_of_the_build(wheel::detail::archive_soname, VENVFIX_ARCHIVE_LIBRARY);
+  expect_soname_of_the_build(detail::crypto_soname, VENVFIX_CRYPTO_LIBRARY);
   auto curl = fetch::detail::load_libcurl();
   EXPECT_TRUE(curl) << curl.error().message;
   auto archive = wheel::detail::load_libarchive();
   EXPECT_TRUE(archive) << archive.error().message;
+  auto crypto = detail::load_libcrypto();
+  EXPECT_TRUE(crypto) << crypto.error().message;
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// libcurl and libarchive are loaded when a command first downloads or unpacks, not at start
-// (venvfix/base/shared_library.hpp). The real loader is the judge: LD_DEBUG=files says which
-// objects a run loads, and a private mount namespace with /dev/null over a library's file
+// libcurl, libarchive and libcrypto are loaded when a command first downloads, unpacks or hashes,
+// not at start (venvfix/base/shared_library.hpp). The real loader is the judge: LD_DEBUG=files says
+// which objects a run loads, and a private mount namespace with /dev/null over a library's file
 // shows what a command does when that library cannot load.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "plan/plan_test_support.hpp"
 #include "support/commands.hpp"
@@ -92,6 +93,44 @@ TEST_F(LazyLibraries, WithoutLibarchiveAnApplyFailsNamingItAndLeavesTheVenvAlone
   EXPECT_EQ(apply.exit_code, 1) << apply.out << apply.err;
   EXPECT_THAT(apply.err,
               HasSubstr("cannot load libarchive.so.13, which venvfix needs to read wheels: "));
+  expect_tree_is(venv, before);
+}
+
+// The first doctor hashes the libraries torch loads (libcrypto is loaded then); a second one
+// finds them in the hash cache and never loads libcrypto, so it works without it. An apply,
+// which must hash the wheels, fails naming it, with the error document, the venv untouched.
+TEST_F(LazyLibraries, AWarmDoctorNeedsNoLibcryptoAndAnApplyWithoutItFailsNamingIt) {
+  const fs::path venv = scenario("seed");
+  CommandResult first = venvfix(venv, {"--json", "doctor"}, {{"LD_DEBUG", "files"}});
+  EXPECT_EQ(first.exit_code, 3) << first.err;
+  EXPECT_THAT(first.err, HasSubstr("file=libcrypto.so.3 [0];  dynamically loaded by"));
+  CommandResult warm = venvfix(venv, {"--json", "doctor"}, {{"LD_DEBUG", "files"}});
+  EXPECT_EQ(warm.exit_code, 3) << warm.err;
+  EXPECT_THAT(warm.err, HasSubstr("file=libelf.so.1"));  // LD_DEBUG did report
+  EXPECT_THAT(warm.err, Not(HasSubstr("file=libcrypto.so")));
+
+  if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare -m";
+  CommandResult without_crypto = without("libcrypto.so.3", venv, {"--json", "doctor"});
+  EXPECT_EQ(without_crypto.exit_code, 3) << without_crypto.err;
+  EXPECT_EQ(without_crypto.out, venvfix(venv, {"--json", "doctor"}).out);
+
+  const std::string wheels = venvfix::testing::test_world().wheels_dir.string();
+  const std::string plan_file = path("plan.json").string();
+  CommandResult plan =
+      venvfix(venv, {"--offline", "--find-links", wheels, "plan", "-o", plan_file});
+  ASSERT_EQ(plan.exit_code, 3) << plan.err;
+  const auto before = fingerprint(venv);
+  CommandResult apply =
+      without("libcrypto.so.3", venv,
+              {"--offline", "--find-links", wheels, "--json", "apply", "--yes", plan_file});
+  EXPECT_EQ(apply.exit_code, 1) << apply.out << apply.err;
+  EXPECT_THAT(apply.err, HasSubstr("venvfix: error: cannot load libcrypto.so.3, which venvfix "
+                                   "needs to compute SHA-256 digests: "));
+  auto document = nlohmann::json::parse(apply.out, nullptr, false);
+  ASSERT_FALSE(document.is_discarded()) << apply.out;
+  EXPECT_EQ(document.value("schema", ""), "venvfix-error/1");
+  EXPECT_EQ(document.value("exit_code", 0), 1);
+  EXPECT_THAT(document.value("error", ""), HasSubstr("cannot load libcrypto.so.3"));
   expect_tree_is(venv, before);
 }
 

@@ -238,7 +238,7 @@ TEST_F(DistFileCheck, CorruptCacheIsIgnoredAndRebuilt) {
   flipped[40] = static_cast<char>(flipped[40] ^ 1);
   corruptions.push_back(flipped);
   std::string other_version = *bytes;
-  other_version[8] = 2;
+  other_version[8] = 9;
   corruptions.push_back(other_version);
   std::string huge_count = *bytes;
   for (int i = 16; i < 24; ++i) huge_count[static_cast<std::size_t>(i)] = '\xff';
@@ -327,6 +327,55 @@ TEST(DistHashCache, EncodeDecodeRoundTrip) {
   EXPECT_EQ(other.lookup(id), sha256("abc"));
   id.ctime_ns += 1;
   EXPECT_FALSE(other.lookup(id));
+}
+
+// The CRC-32 docs/inventory.md names (reflected polynomial 0xEDB88320, zlib's), bit by bit:
+// the file's trailer is checked against this, not against the function that wrote it.
+std::uint32_t reference_crc32(std::string_view bytes) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (char c : bytes) {
+    crc ^= static_cast<std::uint8_t>(c);
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+std::uint32_t little_endian_u32(std::string_view bytes) {
+  std::uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | static_cast<std::uint8_t>(bytes[i]);
+  return value;
+}
+
+// Version 2 ends with a CRC-32 of everything before it. A version-1 file (the same records and
+// a SHA-256 at the end) is still read, and marked to be written again as version 2.
+TEST(DistHashCache, VersionTwoEndsWithACrcAndAVersionOneFileIsReadAndRewritten) {
+  EXPECT_EQ(reference_crc32("123456789"), 0xCBF43926u);  // CRC-32's published check value
+  HashCache cache("/nonexistent/hash-cache-v1");
+  FileIdentity id{7, 99, 5, 1'700'000'000'000'000'000, 1'700'000'000'000'000'000, S_IFREG | 0644};
+  ASSERT_TRUE(cache.seed(id, sha256("hello")));
+  const std::string encoded = cache.encode();
+  ASSERT_EQ(encoded.size(), 24u + 72u + 4u);
+  EXPECT_EQ(little_endian_u32(std::string_view(encoded).substr(8, 4)), 2u);
+  const std::string_view body = std::string_view(encoded).substr(0, encoded.size() - 4);
+  EXPECT_EQ(little_endian_u32(std::string_view(encoded).substr(body.size())),
+            reference_crc32(body));
+
+  std::string version_one(body);
+  version_one[8] = 1;
+  const Sha256Digest checksum = sha256(version_one);
+  version_one.append(reinterpret_cast<const char*>(checksum.data()), checksum.size());
+  HashCache old("/nonexistent/hash-cache-v1");
+  ASSERT_TRUE(old.decode(version_one));
+  EXPECT_EQ(old.lookup(id), sha256("hello"));
+  EXPECT_TRUE(old.dirty());  // the next save writes version 2
+  EXPECT_EQ(old.encode(), encoded);
+
+  version_one.back() = static_cast<char>(version_one.back() ^ 1);
+  HashCache damaged("/nonexistent/hash-cache-v1");
+  EXPECT_FALSE(damaged.decode(version_one));
+  HashCache current("/nonexistent/hash-cache-v1");
+  ASSERT_TRUE(current.decode(encoded));
+  EXPECT_FALSE(current.dirty());
 }
 
 // Apply seeds the digests staging computed: no racy rule (it wrote the bytes itself), regular

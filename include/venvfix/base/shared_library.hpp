@@ -41,6 +41,17 @@ class SharedLibrary {
 // user's error.
 [[noreturn]] void library_used_unloaded(const Error& load_error);
 
+// How the process reports an error it cannot return: main installs one that prints the
+// sentence (and, with --json, the error document) as for any failed command.
+using FatalErrorReporter = void (*)(const Error& error);
+void set_fatal_error_reporter(FatalErrorReporter reporter);
+
+// Ends the process, with the error reported and its exit code, where a library that a step
+// which cannot fail needs (libcrypto for a digest) did not load: a broken installation, not a
+// bug. Like a crash to the venv, which every transaction survives (docs/transactions.md);
+// commands check their input before they hash, so bad input still leaves the venv untouched.
+[[noreturn]] void exit_for_missing_library(const Error& load_error);
+
 // A library's function table, made by `open` (which loads the library and finds the functions)
 // on the first call and kept for the life of the process; thread-safe. A failure is kept too:
 // every call returns the first call's error.

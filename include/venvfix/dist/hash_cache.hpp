@@ -70,7 +70,8 @@ class HashCache {
 
   // Serialisation, exposed for tests and tools.
   std::string encode() const;
-  // Fails (one sentence) on anything but a complete, checksummed version-1 file.
+  // Fails (one sentence) on anything but a complete, checksummed file of version 2 (or 1, which
+  // the next save() writes again as version 2).
   Status decode(std::string_view bytes);
 
  private:
