@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -167,8 +168,11 @@ fs::path verdict_path(const fs::path& dir, const std::string& key) {
 
 std::optional<LoadResult> find_verdict(const fs::path& dir, const fs::path& file,
                                        const std::string& key) {
-  auto text = read_file(verdict_path(dir, key), 64u << 10);
+  const fs::path path = verdict_path(dir, key);
+  auto text = read_file(path, 64u << 10);
   if (!text) return std::nullopt;
+  // A verdict's mtime is when a check last took it or wrote it: what the pruning keeps by.
+  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   const nlohmann::json verdict = nlohmann::json::parse(*text, nullptr, false);
   if (!verdict.is_object() || verdict.value("schema", "") != k_schema) return std::nullopt;
   const std::optional<LoadStatus> status = kept_status(verdict.value("status", ""));
@@ -191,8 +195,9 @@ bool write_unsynced(const fs::path& path, std::string_view data) {
   return true;
 }
 
-void keep_verdict(const fs::path& dir, const std::string& key, const LoadResult& result) {
-  if (!kept_status(to_string(result.status))) return;
+// Whether the verdict was written.
+bool keep_verdict(const fs::path& dir, const std::string& key, const LoadResult& result) {
+  if (!kept_status(to_string(result.status))) return false;
   const nlohmann::json verdict = {{"schema", k_schema},
                                   {"file", result.path.string()},
                                   {"status", to_string(result.status)},
@@ -206,7 +211,38 @@ void keep_verdict(const fs::path& dir, const std::string& key, const LoadResult&
       ::rename(temporary.c_str(), path.c_str()) != 0) {
     spdlog::debug("load verdict for {} not kept in {}", result.path.string(), dir.string());
     fs::remove(temporary, error);
+    return false;
   }
+  return true;
+}
+
+// Removes the least recently used verdicts beyond `keep`, and the temporary files of writers
+// that stopped (an hour old). Another process pruning or reading at the same time loses at most
+// a verdict, which costs it a load.
+void prune_verdicts(const fs::path& dir, std::size_t keep) {
+  std::vector<std::pair<fs::file_time_type, fs::path>> verdicts;
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const fs::path& path = it->path();
+    const fs::file_time_type written = it->last_write_time(error);
+    if (error) {
+      error.clear();
+      continue;
+    }
+    if (path.extension() == ".json") {
+      verdicts.emplace_back(written, path);
+    } else if (path.filename().string().find(".json.tmp.") != std::string::npos &&
+               written < stale) {
+      fs::remove(path, error);
+    }
+  }
+  if (verdicts.size() <= keep) return;
+  const auto oldest_end = verdicts.begin() + static_cast<std::ptrdiff_t>(verdicts.size() - keep);
+  std::nth_element(verdicts.begin(), oldest_end, verdicts.end());
+  for (auto it = verdicts.begin(); it != oldest_end; ++it) fs::remove(it->second, error);
+  spdlog::debug("load verdicts: {} least recently used removed from {}", verdicts.size() - keep,
+                dir.string());
 }
 
 }  // namespace
@@ -250,11 +286,13 @@ Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path
     loaded_at.push_back(i);
   }
   VENVFIX_TRY_ASSIGN(std::vector<LoadResult> loaded, dlopen_in_child(to_load, manifests, options));
+  bool kept_any = false;
   for (std::size_t j = 0; j < loaded.size(); ++j) {
     const std::size_t i = loaded_at[j];
-    if (keys[i]) keep_verdict(verdicts.dir, *keys[i], loaded[j]);
+    if (keys[i]) kept_any |= keep_verdict(verdicts.dir, *keys[i], loaded[j]);
     results[i] = std::move(loaded[j]);
   }
+  if (kept_any) prune_verdicts(verdicts.dir, verdicts.keep_at_most);
   std::vector<LoadResult> out;
   out.reserve(results.size());
   for (std::optional<LoadResult>& result : results) out.push_back(std::move(*result));

@@ -6,6 +6,8 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+
 #include "support/manifests.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/load_verdicts.hpp"
@@ -215,6 +217,43 @@ TEST_F(LoadVerdicts, AVerdictThatDoesNotParseIsLoadedAgain) {
   EXPECT_TRUE(check(path("lib/libneeds.so.1")).proven_at.empty());
   EXPECT_EQ(loads(), 2u);
   EXPECT_FALSE(check(path("lib/libneeds.so.1")).proven_at.empty());
+}
+
+// Beyond keep_at_most, the verdicts least recently taken or written go; so do the temporary
+// files of a writer that stopped an hour ago, not those of one writing now.
+TEST_F(LoadVerdicts, TheLeastRecentlyUsedVerdictsBeyondTheCapAreRemoved) {
+  m_verdicts.keep_at_most = 2;
+  for (const char* copy : {"lib2", "lib3"}) {
+    fs::create_directories(path(copy));
+    fs::copy_file(path("lib/libneeds.so.1"), path(copy) / "libneeds.so.1");
+  }
+  const fs::path a = path("lib/libneeds.so.1");
+  const fs::path b = path("lib2/libneeds.so.1");
+  const fs::path c = path("lib3/libneeds.so.1");
+  ASSERT_EQ(check(a).status, LoadStatus::loaded);
+  ASSERT_EQ(check(b).status, LoadStatus::loaded);
+  ASSERT_EQ(kept(), 2u);
+  // Both written an hour and a half ago; then a check takes a's.
+  const auto long_ago = fs::file_time_type::clock::now() - std::chrono::minutes(90);
+  for (const auto& entry : fs::directory_iterator(path("verdicts"))) {
+    fs::last_write_time(entry.path(), long_ago);
+  }
+  write_text(path("verdicts/stopped.json.tmp.1"), "{");
+  fs::last_write_time(path("verdicts/stopped.json.tmp.1"), long_ago);
+  write_text(path("verdicts/writing.json.tmp.2"), "{");
+  EXPECT_FALSE(check(a).proven_at.empty());
+  EXPECT_EQ(loads(), 2u);
+
+  ASSERT_EQ(check(c).status, LoadStatus::loaded);  // a third verdict: b's goes
+  EXPECT_EQ(loads(), 3u);
+  EXPECT_EQ(kept(), 2u);
+  EXPECT_FALSE(fs::exists(path("verdicts/stopped.json.tmp.1")));
+  EXPECT_TRUE(fs::exists(path("verdicts/writing.json.tmp.2")));
+  EXPECT_FALSE(check(a).proven_at.empty());
+  EXPECT_FALSE(check(c).proven_at.empty());
+  EXPECT_EQ(loads(), 3u);
+  EXPECT_TRUE(check(b).proven_at.empty());
+  EXPECT_EQ(loads(), 4u);
 }
 
 TEST_F(LoadVerdicts, WithoutADirectoryNothingIsKept) {

@@ -15,9 +15,11 @@
 //   digest of the clean environment the child gets.
 // Failures are never kept. What the key cannot name is trusted from the earlier check: a
 // constructor whose outcome depends on something else (a device, the time).
-// `apply --recheck-loads` loads every file again.
+// `apply --recheck-loads` loads every file again. The least recently used verdicts beyond
+// LoadVerdictOptions::keep_at_most are removed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -45,6 +47,9 @@ struct LoadVerdictOptions {
   // Paths inside it are keyed relative to it: the same bytes installed into another venv (of a
   // fleet, or a copy) keep their verdict where everything else holds. Empty: absolute paths.
   fs::path venv_root;
+  // Verdicts kept in `dir` at most (a few hundred bytes each): a check that keeps a new one
+  // removes the least recently taken or written beyond it.
+  std::size_t keep_at_most = 4096;
 };
 
 // The key of each file (nullopt: the loader cannot list it, or the helper's loader is unknown),
