@@ -48,8 +48,8 @@ void set_fatal_error_reporter(FatalErrorReporter reporter);
 
 // Ends the process, with the error reported and its exit code, where a library that a step
 // which cannot fail needs (libcrypto for a digest) did not load: a broken installation, not a
-// bug. Like a crash to the venv, which every transaction survives (docs/transactions.md);
-// commands check their input before they hash, so bad input still leaves the venv untouched.
+// bug. To the venv this is a crash: one that comes in the middle of a transaction leaves its
+// journal, which `venvfix recover` finishes (docs/transactions.md).
 [[noreturn]] void exit_for_missing_library(const Error& load_error);
 
 // A library's function table, made by `open` (which loads the library and finds the functions)
