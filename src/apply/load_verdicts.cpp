@@ -166,8 +166,21 @@ fs::path verdict_path(const fs::path& dir, const std::string& key) {
   return dir / (to_hex(sha256(key)) + ".json");
 }
 
+// A verdict's message (a needs-python verdict quotes the loader's, with the file's path) names
+// paths inside the venv as "$VENV/…" as its key does, so that a verdict taken in another venv
+// names that venv's files.
+std::string message_kept(const std::string& message, const fs::path& venv_root) {
+  if (venv_root.empty()) return message;
+  return replace_all(message, venv_root.string() + "/", "$VENV/");
+}
+
+std::string message_taken(const std::string& message, const fs::path& venv_root) {
+  if (venv_root.empty()) return message;
+  return replace_all(message, "$VENV/", venv_root.string() + "/");
+}
+
 std::optional<LoadResult> find_verdict(const fs::path& dir, const fs::path& file,
-                                       const std::string& key) {
+                                       const std::string& key, const fs::path& venv_root) {
   const fs::path path = verdict_path(dir, key);
   auto text = read_file(path, 64u << 10);
   if (!text) return std::nullopt;
@@ -178,7 +191,8 @@ std::optional<LoadResult> find_verdict(const fs::path& dir, const fs::path& file
   const std::optional<LoadStatus> status = kept_status(verdict.value("status", ""));
   const std::string checked_at = verdict.value("checked_at", "");
   if (!status || checked_at.empty()) return std::nullopt;
-  return LoadResult{file, *status, verdict.value("message", ""), checked_at};
+  return LoadResult{file, *status, message_taken(verdict.value("message", ""), venv_root),
+                    checked_at};
 }
 
 // Without an fsync: a verdict lost in a crash only costs the next apply a load, and one torn
@@ -196,12 +210,13 @@ bool write_unsynced(const fs::path& path, std::string_view data) {
 }
 
 // Whether the verdict was written.
-bool keep_verdict(const fs::path& dir, const std::string& key, const LoadResult& result) {
+bool keep_verdict(const fs::path& dir, const std::string& key, const LoadResult& result,
+                  const fs::path& venv_root) {
   if (!kept_status(to_string(result.status))) return false;
   const nlohmann::json verdict = {{"schema", k_schema},
                                   {"file", result.path.string()},
                                   {"status", to_string(result.status)},
-                                  {"message", result.message},
+                                  {"message", message_kept(result.message, venv_root)},
                                   {"checked_at", txn::utc_now_iso8601()}};
   const fs::path path = verdict_path(dir, key);
   const fs::path temporary = path.string() + fmt::format(".tmp.{}", ::getpid());
@@ -280,7 +295,9 @@ Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path
   std::vector<fs::path> to_load;
   std::vector<std::size_t> loaded_at;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    if (verdicts.reuse && keys[i]) results[i] = find_verdict(verdicts.dir, files[i], *keys[i]);
+    if (verdicts.reuse && keys[i]) {
+      results[i] = find_verdict(verdicts.dir, files[i], *keys[i], verdicts.venv_root);
+    }
     if (results[i]) continue;
     to_load.push_back(files[i]);
     loaded_at.push_back(i);
@@ -289,7 +306,7 @@ Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path
   bool kept_any = false;
   for (std::size_t j = 0; j < loaded.size(); ++j) {
     const std::size_t i = loaded_at[j];
-    if (keys[i]) kept_any |= keep_verdict(verdicts.dir, *keys[i], loaded[j]);
+    if (keys[i]) kept_any |= keep_verdict(verdicts.dir, *keys[i], loaded[j], verdicts.venv_root);
     results[i] = std::move(loaded[j]);
   }
   if (kept_any) prune_verdicts(verdicts.dir, verdicts.keep_at_most);

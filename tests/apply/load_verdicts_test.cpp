@@ -17,6 +17,7 @@ namespace {
 
 using namespace venvfix::txn::testing;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using venvfix::testing::manifests;
 
 class LoadVerdicts : public ::testing::Test {
@@ -186,6 +187,32 @@ TEST_F(LoadVerdicts, TheSameBytesInAnotherVenvKeepTheirVerdict) {
   m_verdicts.venv_root.clear();
   EXPECT_TRUE(check(other / "lib/libneeds.so.1").proven_at.empty());
   EXPECT_EQ(loads(), 2u);
+}
+
+// A needs-python verdict quotes the loader's message, which names the file: taken in another
+// venv, it names that venv's file, not the one of the venv where it was checked.
+TEST_F(LoadVerdicts, AKeptMessageNamesTheFileOfTheVenvThatTakesIt) {
+  compile_shared(path("venv-a/ext/_ext.so"), "_ext.so",
+                 "long PyLong_FromLong(long);\nlong ext(void) { return PyLong_FromLong(1); }\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(path("venv-a/ext/_ext.so").c_str(), &st), 0);
+  auto digest = sha256_file(path("venv-a/ext/_ext.so"));
+  ASSERT_TRUE(digest);
+  m_verdicts.known[{st.st_dev, st.st_ino}] = {*digest, static_cast<std::uint64_t>(st.st_size)};
+  m_verdicts.venv_root = path("venv-a");
+  LoadResult first = check(path("venv-a/ext/_ext.so"));
+  ASSERT_EQ(first.status, LoadStatus::needs_python) << first.message;
+  EXPECT_THAT(first.message, HasSubstr(path("venv-a/ext/_ext.so").string()));
+
+  fs::create_directories(path("venv-b/ext"));
+  fs::create_hard_link(path("venv-a/ext/_ext.so"), path("venv-b/ext/_ext.so"));
+  m_verdicts.venv_root = path("venv-b");
+  LoadResult taken = check(path("venv-b/ext/_ext.so"));
+  EXPECT_EQ(taken.status, LoadStatus::needs_python);
+  EXPECT_FALSE(taken.proven_at.empty());
+  EXPECT_THAT(taken.message, HasSubstr(path("venv-b/ext/_ext.so").string()));
+  EXPECT_THAT(taken.message, Not(HasSubstr("venv-a")));
+  EXPECT_THAT(taken.message, Not(HasSubstr("$VENV")));
 }
 
 TEST_F(LoadVerdicts, RecheckLoadsAgainAndKeepsTheNewVerdict) {
