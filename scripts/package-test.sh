@@ -87,13 +87,13 @@ import json, sys
 d = json.load(open("/tmp/doctor.json"))
 assert d["schema"] == "venvfix-doctor/1", d["schema"]
 print("doctor in the clean root:", d["schema"], "findings:", len(d["findings"]))'
-# libcurl and libarchive are not linked but dlopened when a command downloads or unpacks: the
-# sonames the binary asks for must load in the root its Depends made.
-for soname in libcurl.so.4 libarchive.so.13; do
+# libcurl, libarchive and libcrypto are not linked but dlopened when a command downloads,
+# unpacks or hashes: the sonames the binary asks for must load in the root its Depends made.
+for soname in libcurl.so.4 libarchive.so.13 libcrypto.so.3; do
   grep -qaF "$soname" "$root/usr/bin/venvfix" || fail "/usr/bin/venvfix does not name $soname"
   chroot "$root" python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$soname" ||
     fail "$soname does not load in the root the package's Depends made"
 done
-echo "libcurl.so.4 and libarchive.so.13 load in the clean root"
+echo "libcurl.so.4, libarchive.so.13 and libcrypto.so.3 load in the clean root"
 chroot "$root" sh -c 'man -w venvfix >/dev/null 2>&1 || test -f /usr/share/man/man1/venvfix.1'
 echo "package-test: ok in ${SECONDS}s"
