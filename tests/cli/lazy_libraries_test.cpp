@@ -39,6 +39,16 @@ class LazyLibraries : public venvfix::testing::ScratchTest {
                                          venv, args);
   }
 
+  // A plan from the test world's wheelhouse (no index), written to a file: its path.
+  std::string plan_from_wheelhouse(const fs::path& venv) {
+    const std::string plan_file = path("plan.json").string();
+    CommandResult plan =
+        venvfix(venv, {"--offline", "--find-links", wheelhouse(), "plan", "-o", plan_file});
+    EXPECT_EQ(plan.exit_code, 3) << plan.err;
+    return plan_file;
+  }
+  static std::string wheelhouse() { return venvfix::testing::test_world().wheels_dir.string(); }
+
   // Runs venvfix where `soname`'s file reads as empty (/dev/null bound over it).
   CommandResult without(const char* soname, const fs::path& venv,
                         const std::vector<std::string>& args) {
@@ -73,23 +83,19 @@ TEST_F(LazyLibraries, WithoutLibcurlAPlanFromAnIndexFailsNamingItAndFindLinksSti
   expect_tree_is(venv, before);
 
   // A wheelhouse on disk needs no libcurl, and the wheels' own checks no network.
-  const std::string wheels = venvfix::testing::test_world().wheels_dir.string();
   CommandResult offline =
-      without("libcurl.so.4", venv, {"--offline", "--find-links", wheels, "--json", "plan"});
+      without("libcurl.so.4", venv, {"--offline", "--find-links", wheelhouse(), "--json", "plan"});
   EXPECT_EQ(offline.exit_code, 3) << offline.err;
 }
 
 TEST_F(LazyLibraries, WithoutLibarchiveAnApplyFailsNamingItAndLeavesTheVenvAlone) {
   if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare -m";
   const fs::path venv = scenario("seed");
-  const std::string wheels = venvfix::testing::test_world().wheels_dir.string();
-  const std::string plan_file = path("plan.json").string();
-  CommandResult plan =
-      venvfix(venv, {"--offline", "--find-links", wheels, "plan", "-o", plan_file});
-  ASSERT_EQ(plan.exit_code, 3) << plan.err;
+  const std::string plan_file = plan_from_wheelhouse(venv);
   const auto before = fingerprint(venv);
-  CommandResult apply = without("libarchive.so.13", venv,
-                                {"--offline", "--find-links", wheels, "apply", "--yes", plan_file});
+  CommandResult apply =
+      without("libarchive.so.13", venv,
+              {"--offline", "--find-links", wheelhouse(), "apply", "--yes", plan_file});
   EXPECT_EQ(apply.exit_code, 1) << apply.out << apply.err;
   EXPECT_THAT(apply.err,
               HasSubstr("cannot load libarchive.so.13, which venvfix needs to read wheels: "));
@@ -114,15 +120,11 @@ TEST_F(LazyLibraries, AWarmDoctorNeedsNoLibcryptoAndAnApplyWithoutItFailsNamingI
   EXPECT_EQ(without_crypto.exit_code, 3) << without_crypto.err;
   EXPECT_EQ(without_crypto.out, venvfix(venv, {"--json", "doctor"}).out);
 
-  const std::string wheels = venvfix::testing::test_world().wheels_dir.string();
-  const std::string plan_file = path("plan.json").string();
-  CommandResult plan =
-      venvfix(venv, {"--offline", "--find-links", wheels, "plan", "-o", plan_file});
-  ASSERT_EQ(plan.exit_code, 3) << plan.err;
+  const std::string plan_file = plan_from_wheelhouse(venv);
   const auto before = fingerprint(venv);
   CommandResult apply =
       without("libcrypto.so.3", venv,
-              {"--offline", "--find-links", wheels, "--json", "apply", "--yes", plan_file});
+              {"--offline", "--find-links", wheelhouse(), "--json", "apply", "--yes", plan_file});
   EXPECT_EQ(apply.exit_code, 1) << apply.out << apply.err;
   EXPECT_THAT(apply.err, HasSubstr("venvfix: error: cannot load libcrypto.so.3, which venvfix "
                                    "needs to compute SHA-256 digests: "));
