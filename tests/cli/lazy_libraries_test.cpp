@@ -41,7 +41,7 @@ class LazyLibraries : public venvfix::testing::ScratchTest {
 
   // A plan from the test world's wheelhouse (no index), written to a file: its path.
   std::string plan_from_wheelhouse(const fs::path& venv) {
-    const std::string plan_file = path("plan.json").string();
+    std::string plan_file = path("plan.json").string();
     CommandResult plan =
         venvfix(venv, {"--offline", "--find-links", wheelhouse(), "plan", "-o", plan_file});
     EXPECT_EQ(plan.exit_code, 3) << plan.err;
