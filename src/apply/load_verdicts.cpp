@@ -29,6 +29,8 @@ namespace venvfix::apply {
 namespace {
 
 constexpr std::string_view k_schema = "venvfix-load-verdict/1";
+// How keys and kept messages name a path inside the venv.
+constexpr std::string_view k_venv_marker = "$VENV/";
 
 std::string identity_text(const FileIdentity& id) {
   return fmt::format("dev={} ino={} size={} mtime={} ctime={}", id.device, id.inode, id.size,
@@ -46,7 +48,7 @@ class KeyObjects {
 
   std::string shown(const std::string& path) const {
     if (m_root.empty() || !path.starts_with(m_root)) return path;
-    return "$VENV/" + path.substr(m_root.size());
+    return std::string(k_venv_marker) + path.substr(m_root.size());
   }
 
   std::optional<std::string> describe(const std::string& path) {
@@ -171,12 +173,12 @@ fs::path verdict_path(const fs::path& dir, const std::string& key) {
 // names that venv's files.
 std::string message_kept(const std::string& message, const fs::path& venv_root) {
   if (venv_root.empty()) return message;
-  return replace_all(message, venv_root.string() + "/", "$VENV/");
+  return replace_all(message, venv_root.string() + "/", k_venv_marker);
 }
 
 std::string message_taken(const std::string& message, const fs::path& venv_root) {
   if (venv_root.empty()) return message;
-  return replace_all(message, "$VENV/", venv_root.string() + "/");
+  return replace_all(message, k_venv_marker, venv_root.string() + "/");
 }
 
 std::optional<LoadResult> find_verdict(const fs::path& dir, const fs::path& file,
@@ -184,13 +186,13 @@ std::optional<LoadResult> find_verdict(const fs::path& dir, const fs::path& file
   const fs::path path = verdict_path(dir, key);
   auto text = read_file(path, 64u << 10);
   if (!text) return std::nullopt;
-  // A verdict's mtime is when a check last took it or wrote it: what the pruning keeps by.
-  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   const nlohmann::json verdict = nlohmann::json::parse(*text, nullptr, false);
   if (!verdict.is_object() || verdict.value("schema", "") != k_schema) return std::nullopt;
   const std::optional<LoadStatus> status = kept_status(verdict.value("status", ""));
   const std::string checked_at = verdict.value("checked_at", "");
   if (!status || checked_at.empty()) return std::nullopt;
+  // A verdict's mtime is when a check last took it or wrote it: what the pruning keeps by.
+  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return LoadResult{file, *status, message_taken(verdict.value("message", ""), venv_root),
                     checked_at};
 }
@@ -232,31 +234,36 @@ bool keep_verdict(const fs::path& dir, const std::string& key, const LoadResult&
 }
 
 // Removes the least recently used verdicts beyond `keep`, and the temporary files of writers
-// that stopped (an hour old). Another process pruning or reading at the same time loses at most
-// a verdict, which costs it a load.
+// that stopped (an hour old). The directory is only read (no stat) while it holds no more than
+// `keep`. Another process pruning or reading at the same time loses at most a verdict, which
+// costs it a load.
 void prune_verdicts(const fs::path& dir, std::size_t keep) {
-  std::vector<std::pair<fs::file_time_type, fs::path>> verdicts;
+  std::vector<fs::path> verdicts;
   const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const fs::path& path = it->path();
-    const fs::file_time_type written = it->last_write_time(error);
-    if (error) {
-      error.clear();
-      continue;
-    }
     if (path.extension() == ".json") {
-      verdicts.emplace_back(written, path);
-    } else if (path.filename().string().find(".json.tmp.") != std::string::npos &&
-               written < stale) {
-      fs::remove(path, error);
+      verdicts.push_back(path);
+    } else if (path.filename().string().find(".json.tmp.") != std::string::npos) {
+      std::error_code ignored;
+      const fs::file_time_type written = fs::last_write_time(path, ignored);
+      if (!ignored && written < stale) fs::remove(path, ignored);
     }
   }
   if (verdicts.size() <= keep) return;
-  const auto oldest_end = verdicts.begin() + static_cast<std::ptrdiff_t>(verdicts.size() - keep);
-  std::nth_element(verdicts.begin(), oldest_end, verdicts.end());
-  for (auto it = verdicts.begin(); it != oldest_end; ++it) fs::remove(it->second, error);
-  spdlog::debug("load verdicts: {} least recently used removed from {}", verdicts.size() - keep,
+  std::vector<std::pair<fs::file_time_type, fs::path>> by_use;
+  by_use.reserve(verdicts.size());
+  for (fs::path& path : verdicts) {
+    const fs::file_time_type used = fs::last_write_time(path, error);
+    if (!error) by_use.emplace_back(used, std::move(path));
+    error.clear();
+  }
+  if (by_use.size() <= keep) return;
+  const auto oldest_end = by_use.begin() + static_cast<std::ptrdiff_t>(by_use.size() - keep);
+  std::nth_element(by_use.begin(), oldest_end, by_use.end());
+  for (auto it = by_use.begin(); it != oldest_end; ++it) fs::remove(it->second, error);
+  spdlog::debug("load verdicts: {} least recently used removed from {}", by_use.size() - keep,
                 dir.string());
 }
 
