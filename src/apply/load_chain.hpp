@@ -2,10 +2,10 @@
 // needs libcublasLt.so.13, whose constructors take about half a CPU-second; checked in three
 // processes of their own, cuBLAS's three libraries ran them three times. A file Y is loaded in
 // a process forked from the one that has just loaded X only where the real loader says that
-// Y's own search finds X and every file X loads (`ld.so --list`, in the helper's clean
-// environment). That process then holds nothing Y's own search would not have loaded, so what
-// it proves is what a process of Y's own would prove: the same files mapped, relocated and
-// initialised, in the same order.
+// Y's own search finds X and every file X loads (`ld.so --list`, or its trace mode as the load
+// verdicts' keys run it, in the helper's clean environment). That process then holds nothing Y's
+// own search would not have loaded, so what it proves is what a process of Y's own would prove: the
+// same files mapped, relocated and initialised, in the same order.
 #pragma once
 
 #include <cstddef>

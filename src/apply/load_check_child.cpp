@@ -228,6 +228,34 @@ std::vector<std::size_t> choose_bases(std::span<const std::string> files, bool p
   return detail::chain_bases(identities, closures);
 }
 
+// The --bases argument: "-" for a process of its own, else the base's index.
+std::string bases_argument(std::span<const std::size_t> bases) {
+  std::string text;
+  for (std::size_t base : bases) {
+    if (!text.empty()) text += ',';
+    text += base == detail::k_own_process ? std::string("-") : std::to_string(base);
+  }
+  return text;
+}
+
+// The bases the parent chose; empty where they are not one per file. A base that does not name
+// another file makes a process of its own (no file waits for one that never loads).
+std::vector<std::size_t> parse_bases(std::string_view text, std::size_t files) {
+  std::vector<std::size_t> bases;
+  if (text.empty()) return bases;
+  for (std::string_view word : split(text, ',')) {
+    std::size_t base = detail::k_own_process;
+    const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), base);
+    if (error != std::errc() || end != word.data() + word.size() || base >= files ||
+        base == bases.size()) {
+      base = detail::k_own_process;
+    }
+    bases.push_back(base);
+  }
+  if (bases.size() != files) bases.clear();
+  return bases;
+}
+
 // Prints each answer as soon as every earlier file has one.
 void print_ready(std::span<const std::string> files, const Answers& answers, std::size_t& printed) {
   for (; printed < answers.size() && answers[printed]; ++printed) {
@@ -276,7 +304,8 @@ void run_trees(const LoadTree& tree, std::span<const std::size_t> roots, Answers
 
 }  // namespace
 
-int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files) {
+int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files,
+                      std::string_view given_bases) {
   // torch preloads in table order and ignores failures; a second pass catches an order that
   // does not suit this venv's libraries.
   std::vector<const std::string*> pending;
@@ -290,7 +319,8 @@ int load_check_helper(std::span<const std::string> preload, std::span<const std:
   }
   // Each file loads in a process that holds nothing its own search would not load: its own,
   // or one forked from the process of a file it loads anyway (load_chain.hpp).
-  const std::vector<std::size_t> bases = choose_bases(files, !preload.empty());
+  std::vector<std::size_t> bases = parse_bases(given_bases, files.size());
+  if (bases.empty()) bases = choose_bases(files, !preload.empty());
   LoadTree tree{files, std::vector<std::vector<std::size_t>>(files.size())};
   std::vector<std::size_t> roots;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -326,7 +356,8 @@ Result<fs::path> helper_binary(const LoadCheckOptions& options) {
 
 Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
                                                 const manifest::Manifests& manifests,
-                                                const LoadCheckOptions& options) {
+                                                const LoadCheckOptions& options,
+                                                std::span<const std::size_t> bases) {
   std::vector<LoadResult> results;
   if (files.empty()) return results;
   VENVFIX_TRY_ASSIGN(const fs::path helper, helper_binary(options));
@@ -334,6 +365,10 @@ Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
   for (const fs::path& path : options.preload) {
     argv.push_back("--preload");
     argv.push_back(path.string());
+  }
+  if (bases.size() == files.size()) {
+    argv.push_back("--bases");
+    argv.push_back(bases_argument(bases));
   }
   argv.push_back("--");
   for (const fs::path& file : files) argv.push_back(file.string());

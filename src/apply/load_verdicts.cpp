@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -51,7 +52,11 @@ class KeyObjects {
     return std::string(k_venv_marker) + path.substr(m_root.size());
   }
 
-  std::optional<std::string> describe(const std::string& path) {
+  struct Described {
+    std::string text;
+    detail::InodeKey inode;
+  };
+  std::optional<Described> describe(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return std::nullopt;
     std::string text;
@@ -61,7 +66,8 @@ class KeyObjects {
     } else {
       text = identity_text(file_identity_from(st));
     }
-    return fmt::format("{} fs={:x}", text, filesystem_flags(path, st.st_dev));
+    return Described{fmt::format("{} fs={:x}", text, filesystem_flags(path, st.st_dev)),
+                     {st.st_dev, st.st_ino}};
   }
 
  private:
@@ -134,27 +140,38 @@ std::string host_part(const fs::path& helper, const fs::path& loader,
   return text;
 }
 
+// What the loader lists for one file: the key's part, and the same listing read as the file's
+// closure (load_chain.hpp), so that the load check need not ask the loader again.
+struct ListedPart {
+  std::string text;
+  detail::InodeKey inode;
+  detail::Closure closure;  // nullopt where a dependency was not found
+};
+
 // "<title> <path> <object>\n" and one line per object the loader lists (one not found as
 // such: a preload may provide it); nullopt when the loader cannot list the file.
-std::optional<std::string> listed_part(std::string_view title, const std::string& path,
-                                       const fs::path& loader,
-                                       const std::vector<std::string>& environment,
-                                       KeyObjects& objects) {
-  std::optional<std::string> self = objects.describe(path);
+std::optional<ListedPart> listed_part(std::string_view title, const std::string& path,
+                                      const fs::path& loader,
+                                      const std::vector<std::string>& environment,
+                                      KeyObjects& objects) {
+  std::optional<KeyObjects::Described> self = objects.describe(path);
   auto listed = detail::loader_list(loader, path, environment, detail::WhenMissing::list);
   if (!self || !listed) return std::nullopt;
-  std::string text = fmt::format("{} {} {}\n", title, objects.shown(path), *self);
+  ListedPart part{fmt::format("{} {} {}\n", title, objects.shown(path), self->text), self->inode,
+                  std::set<detail::InodeKey>()};
   for (const detail::ListedObject& object : *listed) {
     if (!object.path) {
-      text += fmt::format("  {} not found\n", objects.shown(object.name));
+      part.text += fmt::format("  {} not found\n", objects.shown(object.name));
+      part.closure.reset();
       continue;
     }
-    std::optional<std::string> object_line = objects.describe(*object.path);
+    std::optional<KeyObjects::Described> object_line = objects.describe(*object.path);
     if (!object_line) return std::nullopt;
-    text += fmt::format("  {} => {} {}\n", objects.shown(object.name), objects.shown(*object.path),
-                        *object_line);
+    part.text += fmt::format("  {} => {} {}\n", objects.shown(object.name),
+                             objects.shown(*object.path), object_line->text);
+    if (part.closure && object_line->inode != self->inode) part.closure->insert(object_line->inode);
   }
-  return text;
+  return part;
 }
 
 std::optional<LoadStatus> kept_status(std::string_view word) {
@@ -267,29 +284,62 @@ void prune_verdicts(const fs::path& dir, std::size_t keep) {
                 dir.string());
 }
 
-}  // namespace
+// The keys of `files`, and what their listings say about the load check's chain.
+struct ListedFiles {
+  std::vector<std::optional<std::string>> keys;
+  std::vector<std::optional<detail::InodeKey>> inodes;
+  std::vector<detail::Closure> closures;
+};
 
-std::vector<std::optional<std::string>> load_verdict_keys(std::span<const fs::path> files,
-                                                          const LoadCheckOptions& options,
-                                                          const LoadVerdictOptions& verdicts) {
-  std::vector<std::optional<std::string>> keys(files.size());
+ListedFiles list_files(std::span<const fs::path> files, const LoadCheckOptions& options,
+                       const LoadVerdictOptions& verdicts) {
+  ListedFiles listed{std::vector<std::optional<std::string>>(files.size()),
+                     std::vector<std::optional<detail::InodeKey>>(files.size()),
+                     std::vector<detail::Closure>(files.size())};
   const Result<fs::path> helper = helper_binary(options);
   const fs::path loader = helper ? detail::loader_of(*helper) : fs::path();
-  if (loader.empty()) return keys;
+  if (loader.empty()) return listed;
   const std::vector<std::string> environment = clean_environment();
   KeyObjects objects(verdicts.known, verdicts.venv_root);
   std::string shared = host_part(*helper, loader, environment);
   for (const fs::path& preload : options.preload) {
     auto part = listed_part("preload", preload.string(), loader, environment, objects);
-    if (!part) return keys;
-    shared += *part;
+    if (!part) return listed;
+    shared += part->text;
   }
   (void)run_parallel(files.size(), 2, [&](std::size_t i, const JobContext&) -> Status {
     auto part = listed_part("file", files[i].string(), loader, environment, objects);
-    if (part) keys[i] = shared + *part;
+    if (!part) return ok();
+    listed.keys[i] = shared + part->text;
+    listed.inodes[i] = part->inode;
+    listed.closures[i] = std::move(part->closure);
     return ok();
   });
-  return keys;
+  return listed;
+}
+
+// For the files to load (`listed` indices), which loads in whose process: as the helper's own
+// choice would be (the same loader, the same clean environment), from the listings the keys
+// have already made. Empty where the helper must choose (after a preload: load_check_child.cpp).
+std::vector<std::size_t> bases_from_listings(const ListedFiles& listed,
+                                             std::span<const std::size_t> to_load,
+                                             const LoadCheckOptions& options) {
+  if (!options.preload.empty() || to_load.size() < 2) return {};
+  std::vector<std::optional<detail::InodeKey>> inodes;
+  std::vector<detail::Closure> closures;
+  for (std::size_t i : to_load) {
+    inodes.push_back(listed.inodes[i]);
+    closures.push_back(listed.closures[i]);
+  }
+  return detail::chain_bases(inodes, closures);
+}
+
+}  // namespace
+
+std::vector<std::optional<std::string>> load_verdict_keys(std::span<const fs::path> files,
+                                                          const LoadCheckOptions& options,
+                                                          const LoadVerdictOptions& verdicts) {
+  return list_files(files, options, verdicts).keys;
 }
 
 Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path> files,
@@ -297,7 +347,8 @@ Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path
                                                         const LoadCheckOptions& options,
                                                         const LoadVerdictOptions& verdicts) {
   if (verdicts.dir.empty()) return dlopen_in_child(files, manifests, options);
-  const std::vector<std::optional<std::string>> keys = load_verdict_keys(files, options, verdicts);
+  const ListedFiles listed = list_files(files, options, verdicts);
+  const std::vector<std::optional<std::string>>& keys = listed.keys;
   std::vector<std::optional<LoadResult>> results(files.size());
   std::vector<fs::path> to_load;
   std::vector<std::size_t> loaded_at;
@@ -309,7 +360,9 @@ Result<std::vector<LoadResult>> dlopen_keeping_verdicts(std::span<const fs::path
     to_load.push_back(files[i]);
     loaded_at.push_back(i);
   }
-  VENVFIX_TRY_ASSIGN(std::vector<LoadResult> loaded, dlopen_in_child(to_load, manifests, options));
+  VENVFIX_TRY_ASSIGN(std::vector<LoadResult> loaded,
+                     dlopen_in_child(to_load, manifests, options,
+                                     bases_from_listings(listed, loaded_at, options)));
   bool kept_any = false;
   for (std::size_t j = 0; j < loaded.size(); ++j) {
     const std::size_t i = loaded_at[j];

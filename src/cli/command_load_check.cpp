@@ -1,5 +1,5 @@
-// venvfix __load-check [--preload P]… -- FILE…: the hidden helper the transaction's load check
-// runs in a child process (include/venvfix/apply/load_check.hpp); not in --help.
+// venvfix __load-check [--preload P]… [--bases B,…] -- FILE…: the hidden helper the transaction's
+// load check runs in a child process (include/venvfix/apply/load_check.hpp); not in --help.
 #include <memory>
 
 #include "cli/command.hpp"
@@ -12,6 +12,7 @@ namespace {
 struct LoadCheckArgs {
   std::vector<std::string> preload;
   std::vector<std::string> files;
+  std::string bases;
 };
 
 }  // namespace
@@ -21,10 +22,12 @@ void add_load_check_command(CLI::App& app, CommandContext& context) {
   CLI::App* sub = app.add_subcommand("__load-check", "dlopen each FILE in a process of its own");
   sub->group("");  // internal: not in --help
   sub->add_option("--preload", args->preload, "Load first with RTLD_GLOBAL (failures ignored)");
+  sub->add_option("--bases", args->bases,
+                  "In whose process each file loads: an index, or - for its own");
   sub->add_option("files", args->files, "Libraries to dlopen")->required();
   sub->callback([&context, args] {
     context.run = [args]() -> Result<int> {
-      return apply::load_check_helper(args->preload, args->files);
+      return apply::load_check_helper(args->preload, args->files, args->bases);
     };
   });
 }

@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -13,6 +15,8 @@
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/load_check.hpp"
+#include "venvfix/apply/load_verdicts.hpp"
+#include "venvfix/base/strings.hpp"
 #include "venvfix/elf/ld_cache.hpp"
 
 namespace venvfix::apply {
@@ -182,10 +186,10 @@ std::string logging_constructor(const std::string& log, const std::string& tag) 
          std::to_string(tag.size() + 1) + ");\n  close(fd);\n}\n";
 }
 
-TEST_F(LoadCheck, AFileLoadsInTheProcessOfWhatItLoadsSoConstructorsRunOnce) {
-  // top needs mid, mid needs base (each found through its RUNPATH): base's constructor, as
-  // cuBLAS's libcublasLt's, runs once for the three, not once per file.
-  const std::string log = path("constructors.log").string();
+// libbase, libmid (needs base) and libtop (needs mid) under `root`, each logging its
+// constructor to `log`.
+void build_base_mid_top(const fs::path& root, const std::string& log) {
+  const auto path = [&root](const std::string& name) { return root / name; };
   compile_shared(path("base/libbase.so.1"), "libbase.so.1",
                  logging_constructor(log, "base") + "int base_fn(void) { return 1; }\n");
   compile_shared(path("mid/libmid.so.1"), "libmid.so.1",
@@ -197,6 +201,23 @@ TEST_F(LoadCheck, AFileLoadsInTheProcessOfWhatItLoadsSoConstructorsRunOnce) {
                      "int mid_fn(void);\nint top_fn(void) { return mid_fn(); }\n",
                  {path("mid/libmid.so.1")},
                  "-Wl,-rpath," + path("mid").string() + ":" + path("base").string());
+}
+
+// The lines the logging constructors wrote, sorted: processes that run at once write in any order.
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (std::string_view line : split(text, '\n')) {
+    if (!line.empty()) lines.emplace_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+TEST_F(LoadCheck, AFileLoadsInTheProcessOfWhatItLoadsSoConstructorsRunOnce) {
+  // top needs mid, mid needs base (each found through its RUNPATH): base's constructor, as
+  // cuBLAS's libcublasLt's, runs once for the three, not once per file.
+  const std::string log = path("constructors.log").string();
+  build_base_mid_top(m_dir->path(), log);
   std::vector<fs::path> files = {path("top/libtop.so.1"), path("base/libbase.so.1"),
                                  path("mid/libmid.so.1")};
   auto results = dlopen_in_child(files, manifests(), m_options);
@@ -205,6 +226,72 @@ TEST_F(LoadCheck, AFileLoadsInTheProcessOfWhatItLoadsSoConstructorsRunOnce) {
     EXPECT_EQ(result.status, LoadStatus::loaded) << result.path << ": " << result.message;
   }
   EXPECT_EQ(constructors_run(log), "base\nmid\ntop\n");
+}
+
+TEST_F(LoadCheck, TheHelperLoadsEachFileWhereTheBasesItIsGivenSay) {
+  // The parent may pass the chain it read from the loader's listings (apply/load_verdicts.cpp):
+  // the helper then follows it instead of asking the loader again.
+  const std::string log = path("constructors.log").string();
+  build_base_mid_top(m_dir->path(), log);
+  const std::vector<fs::path> files = {path("top/libtop.so.1"), path("base/libbase.so.1"),
+                                       path("mid/libmid.so.1")};
+  constexpr std::size_t own = std::numeric_limits<std::size_t>::max();
+  const std::vector<std::size_t> chained = {2, own, 1};
+  auto results = dlopen_in_child(files, manifests(), m_options, chained);
+  ASSERT_TRUE(results) << results.error().message;
+  for (const LoadResult& result : *results) EXPECT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(constructors_run(log), "base\nmid\ntop\n");
+
+  // Every file in a process of its own, as told: base's constructor runs in each of the three.
+  fs::remove(log);
+  const std::vector<std::size_t> alone = {own, own, own};
+  results = dlopen_in_child(files, manifests(), m_options, alone);
+  ASSERT_TRUE(results) << results.error().message;
+  for (const LoadResult& result : *results) EXPECT_TRUE(result.ok()) << result.message;
+  std::vector<std::string> lines = sorted_lines(constructors_run(log));
+  EXPECT_EQ(lines, (std::vector<std::string>{"base", "base", "base", "mid", "mid", "top"}));
+
+  // Bases that name no other file (itself, past the end) are processes of their own; a list
+  // that is not one per file is not used (the helper chooses: the chain again).
+  fs::remove(log);
+  const std::vector<std::size_t> odd = {0, 7, own};
+  results = dlopen_in_child(files, manifests(), m_options, odd);
+  ASSERT_TRUE(results) << results.error().message;
+  lines = sorted_lines(constructors_run(log));
+  EXPECT_EQ(lines.size(), 6u);
+  fs::remove(log);
+  const std::vector<std::size_t> short_list = {own};
+  results = dlopen_in_child(files, manifests(), m_options, short_list);
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ(constructors_run(log), "base\nmid\ntop\n");
+}
+
+TEST_F(LoadCheck, KeptVerdictsChainTheLoadsFromTheListingsTheirKeysMade) {
+  // With kept verdicts the keys' listings (the loader's trace mode) give the chain: constructors
+  // run once for the three, and a file whose own search finds another copy of a listed file
+  // still loads on its own (and fails, as it would in its own process).
+  const std::string log = path("constructors.log").string();
+  build_base_mid_top(m_dir->path(), log);
+  compile_shared(path("listed/libshared.so.1"), "libshared.so.1",
+                 "int shared_fn(void) { return 1; }\n");
+  compile_shared(path("other/libshared.so.1"), "libshared.so.1",
+                 "int other_fn(void) { return 2; }\n");
+  compile_shared(path("user/libuser.so.1"), "libuser.so.1",
+                 "int shared_fn(void);\nint user_fn(void) { return shared_fn(); }\n",
+                 {path("listed/libshared.so.1")}, "-Wl,-rpath," + path("other").string());
+  const std::vector<fs::path> files = {path("top/libtop.so.1"), path("listed/libshared.so.1"),
+                                       path("base/libbase.so.1"), path("user/libuser.so.1"),
+                                       path("mid/libmid.so.1")};
+  LoadVerdictOptions verdicts;
+  verdicts.dir = path("verdicts");
+  auto results = dlopen_keeping_verdicts(files, manifests(), m_options, verdicts);
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ(constructors_run(log), "base\nmid\ntop\n");
+  for (std::size_t i : {0u, 1u, 2u, 4u}) {
+    EXPECT_EQ((*results)[i].status, LoadStatus::loaded) << (*results)[i].message;
+  }
+  EXPECT_EQ((*results)[3].status, LoadStatus::failed);
+  EXPECT_THAT((*results)[3].message, HasSubstr("undefined symbol: shared_fn"));
 }
 
 TEST_F(LoadCheck, AFileWhoseOwnSearchFindsAnotherCopyLoadsOnItsOwn) {

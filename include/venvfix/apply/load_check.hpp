@@ -22,6 +22,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "venvfix/base/process.hpp"
@@ -94,17 +95,24 @@ struct LoadCheckOptions {
 Result<fs::path> helper_binary(const LoadCheckOptions& options);
 
 // dlopens each of `files` in a child (see above); one result per file, in order. Errors only
-// when the child cannot be started or says nothing parsable.
+// when the child cannot be started or says nothing parsable. `bases`: for each file, the index
+// of the file in whose process it loads, or SIZE_MAX for a process of its own, as
+// src/apply/load_chain.hpp chooses them from the loader's listings in the helper's clean
+// environment (apply/load_verdicts.hpp has made those listings already); empty: the helper asks
+// the loader itself.
 Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
                                                 const manifest::Manifests& manifests,
-                                                const LoadCheckOptions& options);
+                                                const LoadCheckOptions& options,
+                                                std::span<const std::size_t> bases = {});
 
-// The helper's side (`venvfix __load-check [--preload P]… -- FILE…`): preloads, then loads each
-// file in a forked process, its own or one forked from the process of a file it loads anyway
-// (two process trees at a time on two or more CPUs); prints one line per file to stdout, in the
-// files' order: "venvfix-load\t<loaded|failed|crashed>\t<path>\t<message>". Returns the exit
-// status (0).
-int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files);
+// The helper's side (`venvfix __load-check [--preload P]… [--bases B,…] -- FILE…`): preloads,
+// then loads each file in a forked process, its own or one forked from the process of a file it
+// loads anyway (two process trees at a time on two or more CPUs); prints one line per file to
+// stdout, in the files' order: "venvfix-load\t<loaded|failed|crashed>\t<path>\t<message>".
+// `bases`: dlopen_in_child's, as it passes them ("-" for a process of its own, else the base's
+// index, comma-separated); empty, or not one per file: chosen here. Returns the exit status (0).
+int load_check_helper(std::span<const std::string> preload, std::span<const std::string> files,
+                      std::string_view bases = {});
 
 // ---- 3. commands ----------------------------------------------------------------------------
 
