@@ -206,7 +206,7 @@ TEST_F(Doctor, WhyExplainsWhereTheLoaderLooks) {
 }
 
 TEST_F(Doctor, SecondRunReadsNoLibraryBytes) {
-  fs::path venv = scenario("healthy");
+  fs::path venv = settled_scenario("healthy");
   DoctorRun first = run_venvfix(venv, {"doctor"}, View::hermetic);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_TRUE(fs::exists(venv / ".venvfix" / "hash-cache-v1"));

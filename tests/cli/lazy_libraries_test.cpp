@@ -106,7 +106,7 @@ TEST_F(LazyLibraries, WithoutLibarchiveAnApplyFailsNamingItAndLeavesTheVenvAlone
 // finds them in the hash cache and never loads libcrypto, so it works without it. An apply,
 // which must hash the wheels, fails naming it, with the error document, the venv untouched.
 TEST_F(LazyLibraries, AWarmDoctorNeedsNoLibcryptoAndAnApplyWithoutItFailsNamingIt) {
-  const fs::path venv = scenario("seed");
+  const fs::path venv = settled_scenario("seed");
   CommandResult first = venvfix(venv, {"--json", "doctor"}, {{"LD_DEBUG", "files"}});
   EXPECT_EQ(first.exit_code, 3) << first.err;
   EXPECT_THAT(first.err, HasSubstr("file=libcrypto.so.3 [0];  dynamically loaded by"));
@@ -134,6 +134,35 @@ TEST_F(LazyLibraries, AWarmDoctorNeedsNoLibcryptoAndAnApplyWithoutItFailsNamingI
   EXPECT_EQ(document.value("exit_code", 0), 1);
   EXPECT_THAT(document.value("error", ""), HasSubstr("cannot load libcrypto.so.3"));
   expect_tree_is(venv, before);
+}
+
+// An uninstall has no wheel to hash, and where earlier runs filled the hash cache its analysis
+// hashes nothing either; its first digest is then the plan's digest of the venv's state
+// (plan/state_digest.hpp), before the journal. So without libcrypto it stops before it moves
+// anything: exit 1 naming the library, no journal, the venv as it was. Both after a doctor and
+// after an uninstall that was rolled back (which leaves every digest of those files kept).
+TEST_F(LazyLibraries, AnUninstallWithoutLibcryptoStopsBeforeItsJournal) {
+  if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare -m";
+  const fs::path venv = settled_scenario("seed");
+  ASSERT_EQ(venvfix(venv, {"doctor"}).exit_code, 3);
+  for (const char* after : {"a doctor", "a rolled-back uninstall"}) {
+    SCOPED_TRACE(after);
+    const auto before = fingerprint(venv);
+    CommandResult uninstall =
+        without("libcrypto.so.3", venv, {"-vv", "--json", "uninstall", "nvidia-cublas"});
+    EXPECT_EQ(uninstall.exit_code, 1) << uninstall.out << uninstall.err;
+    EXPECT_THAT(uninstall.err, HasSubstr("venvfix: error: cannot load libcrypto.so.3, which "
+                                         "venvfix needs to compute SHA-256 digests: "));
+    EXPECT_THAT(uninstall.err, HasSubstr("hashed 0 (0 bytes)"));  // the analysis hashed nothing
+    auto document = nlohmann::json::parse(uninstall.out, nullptr, false);
+    ASSERT_FALSE(document.is_discarded()) << uninstall.out;
+    EXPECT_EQ(document.value("schema", ""), "venvfix-error/1");
+    EXPECT_FALSE(fs::exists(venv / ".venvfix/journal"));
+    expect_tree_is(venv, before);
+    // With libcrypto, a check that fails rolls the uninstall back (exit 5): every file of
+    // nvidia-cublas has been hashed for the analysis and the removal.
+    ASSERT_EQ(venvfix(venv, {"uninstall", "nvidia-cublas", "--verify-cmd", "false"}).exit_code, 5);
+  }
 }
 
 }  // namespace

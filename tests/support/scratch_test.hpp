@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "support/world.hpp"
@@ -30,6 +32,15 @@ class ScratchTest : public ::testing::Test {
   fs::path path(const std::string& name) const { return m_dir->path() / name; }
   // A fresh, writable copy of the world's scenario `name` in this directory.
   fs::path scenario(std::string_view name) const { return make_scenario(name, m_dir->path()); }
+  // The same, returned once its files are older than the hash cache's racy margin (100 ms,
+  // src/dist/hash_cache.cpp): the copy gives every file a new ctime, and a digest of a file
+  // changed that recently is not kept, so on a fast host a doctor run at once would leave the
+  // next one hashing again.
+  fs::path settled_scenario(std::string_view name) const {
+    fs::path venv = scenario(name);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    return venv;
+  }
 
   std::optional<TempDir> m_dir;
 

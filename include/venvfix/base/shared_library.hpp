@@ -48,8 +48,9 @@ void set_fatal_error_reporter(FatalErrorReporter reporter);
 
 // Ends the process, with the error reported and its exit code, where a library that a step
 // which cannot fail needs (libcrypto for a digest) did not load: a broken installation, not a
-// bug. To the venv this is a crash: one that comes in the middle of a transaction leaves its
-// journal, which `venvfix recover` finishes (docs/transactions.md).
+// bug. To the venv this is a crash; a transaction's plan has made a digest of the venv's state
+// before its journal, so it comes before any change (one in the middle of a transaction would
+// leave its journal for `venvfix recover`, docs/transactions.md).
 [[noreturn]] void exit_for_missing_library(const Error& load_error);
 
 // A library's function table, made by `open` (which loads the library and finds the functions)
