@@ -76,6 +76,18 @@ std::string printable_excerpt(std::string_view text, std::size_t max_length) {
   return out;
 }
 
+std::string human_size(std::uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  std::size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < std::size(units)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
 std::string replace_all(std::string text, std::string_view key, std::string_view value) {
   if (key.empty()) return text;
   for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at)) {

@@ -31,6 +31,7 @@ void add_apply_command(CLI::App& app, CommandContext& context);
 void add_uninstall_command(CLI::App& app, CommandContext& context);
 void add_guard_command(CLI::App& app, CommandContext& context);
 void add_fetch_command(CLI::App& app, CommandContext& context);
+void add_cache_command(CLI::App& app, CommandContext& context);
 // The hidden `__load-check` helper the transaction's load check runs.
 void add_load_check_command(CLI::App& app, CommandContext& context);
 

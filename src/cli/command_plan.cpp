@@ -21,18 +21,6 @@ struct PlanArgs {
   std::vector<std::string> targets;
 };
 
-std::string human_size(std::uint64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes) / 1024.0;
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(units)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return fmt::format("{:.1f} {}", value, units[unit]);
-}
-
 void print_table(const plan::Plan& plan, std::ostream& out) {
   out << "venvfix plan for " << plan.venv
       << " (targets: " << (plan.targets.empty() ? std::string("none") : join(plan.targets, ", "))

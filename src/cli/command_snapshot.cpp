@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "venvfix/base/strings.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/snapshot.hpp"
@@ -30,14 +31,6 @@ json to_json(const txn::SnapshotInfo& info) {
           {"method", info.method}, {"format", info.format}};
 }
 
-std::string human_bytes(std::uint64_t bytes) {
-  if (bytes >= (1ull << 30))
-    return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
-  if (bytes >= (1ull << 20))
-    return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
-  return fmt::format("{} B", bytes);
-}
-
 // The venv, refusing over an unfinished transaction like every other command.
 Result<env::Venv> open_checked(const GlobalOptions& options) {
   VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
@@ -57,7 +50,7 @@ Result<int> run_create(const GlobalOptions& options, const SnapshotArgs& args) {
     std::cout << to_json(info).dump(2) << "\n";
   } else {
     std::cout << fmt::format("created snapshot {} of {} ({} files, {}, {})\n", info.id,
-                             venv.root.string(), info.files, human_bytes(info.bytes), info.method);
+                             venv.root.string(), info.files, human_size(info.bytes), info.method);
   }
   return 0;
 }
@@ -77,7 +70,7 @@ Result<int> run_list(const GlobalOptions& options) {
   }
   for (const auto& info : all) {
     std::cout << fmt::format("{}  {}  {:<11}  {:>7} files  {:>10}  {}\n", info.id, info.created,
-                             txn::to_string(info.kind), info.files, human_bytes(info.bytes),
+                             txn::to_string(info.kind), info.files, human_size(info.bytes),
                              info.reason);
   }
   return 0;
@@ -93,7 +86,7 @@ Result<int> run_show(const GlobalOptions& options, const SnapshotArgs& args) {
         "id       {}\ncreated  {}\nkind     {}\nmethod   {}\nreason   {}\nfiles    {}\nbytes    "
         "{} ({})\nformat   {}\n",
         info.id, info.created, txn::to_string(info.kind), info.method, info.reason, info.files,
-        info.bytes, human_bytes(info.bytes), info.format);
+        info.bytes, human_size(info.bytes), info.format);
   }
   return 0;
 }

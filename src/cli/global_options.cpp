@@ -39,17 +39,31 @@ Result<env::Venv> open_environment(const GlobalOptions& options) {
   return env::open_venv(options.venv, open);
 }
 
-CLI::Validator positive_number() {
+namespace {
+
+CLI::Validator number_from(bool zero_allowed) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [zero_allowed](std::string& text) -> std::string {
         char* end = nullptr;
         double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || end == nullptr || *end != '\0' || !(value > 0)) {
-          return "must be a number greater than 0, not '" + text + "'";
+        const bool in_range = zero_allowed ? value >= 0 : value > 0;
+        if (text.empty() || end == nullptr || *end != '\0' || !in_range) {
+          return std::string("must be a number ") +
+                 (zero_allowed ? "of at least 0" : "greater than 0") + ", not '" + text + "'";
         }
         return {};
       },
-      "POSITIVE");
+      zero_allowed ? "NUMBER" : "POSITIVE");
+}
+
+}  // namespace
+
+CLI::Validator positive_number() {
+  return number_from(false);
+}
+
+CLI::Validator non_negative_number() {
+  return number_from(true);
 }
 
 void add_global_options(CLI::App& app, GlobalOptions& options) {

@@ -42,6 +42,8 @@ struct GlobalOptions {
 // A check for options that take seconds: a number greater than 0, said in one short sentence
 // (CLI::PositiveNumber's message prints the whole range of double).
 CLI::Validator positive_number();
+// A number of at least 0 (a CLI11 check).
+CLI::Validator non_negative_number();
 
 // The environment --venv or --python names (else $VIRTUAL_ENV, else ./.venv); --cache-dir
 // decides where a read-only prefix keeps its state.

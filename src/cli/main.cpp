@@ -138,6 +138,7 @@ int run(int argc, char** argv) {
   add_run_command(app, context);
   add_apply_command(app, context);
   add_fetch_command(app, context);
+  add_cache_command(app, context);
   add_uninstall_command(app, context);
   add_guard_command(app, context);
   add_load_check_command(app, context);

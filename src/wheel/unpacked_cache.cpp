@@ -116,6 +116,9 @@ std::optional<UnpackedWheel> UnpackedCache::find(std::string_view wheel_sha256_h
     if (!now || !member.unchanged(*now)) return damaged(name + " changed");
   }
   entry.members = std::move(members);
+  // The entry's last use, which `venvfix cache prune` keeps by (apply/cache_maintenance.hpp):
+  // the index is venvfix's own file, so its mtime is free to move.
+  (void)::utimensat(AT_FDCWD, (dir / "index").c_str(), nullptr, 0);
   return entry;
 }
 

@@ -2,6 +2,7 @@
 // parses (METADATA headers, RECORD, specifiers, wheel names) is defined over ASCII.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,8 @@ std::string_view trim(std::string_view text);
 std::vector<std::string_view> split(std::string_view text, char separator);
 std::string to_lower_ascii(std::string_view text);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// A size for people: "512 B", "300.0 KiB", "1.2 GiB" (binary units).
+std::string human_size(std::uint64_t bytes);
 // `text` with every occurrence of `key` replaced by `value` (left to right, not rescanned).
 std::string replace_all(std::string text, std::string_view key, std::string_view value);
 bool is_ascii_space(char c);

@@ -69,8 +69,8 @@ class UnpackedCache {
       : m_root(std::move(root)), m_steps(&steps) {}
   const fs::path& root() const { return m_root; }
 
-  // The entry of the wheel with this sha256, when complete and intact; a damaged entry is
-  // removed (and nullopt returned).
+  // The entry of the wheel with this sha256, when complete and intact (its index's mtime then
+  // records this use); a damaged entry is removed (and nullopt returned).
   std::optional<UnpackedWheel> find(std::string_view wheel_sha256_hex) const;
 
   // Keeps `members` as the entry of the wheel `wheel_file` (which has sha256
