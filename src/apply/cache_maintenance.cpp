@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -148,7 +149,7 @@ class Pruner {
     for (const fs::path& path : candidates) {
       auto st = lstat_of(path);
       if (!st || modified(*st) >= stale) continue;
-      VENVFIX_TRY(remove(PrunedItem{"temporary", path, freed_by(path, {}), modified(*st)}, path));
+      VENVFIX_TRY(remove(PrunedItem{"temporary", path, freed_by(path), modified(*st)}, path));
     }
     return ok();
   }
@@ -160,26 +161,41 @@ class Pruner {
       auto st = lstat_of(entry / "index");
       if (!st) st = lstat_of(entry);
       if (!st || modified(*st) >= m_cutoff) continue;
-      // Another process may take it until it is renamed out of place.
-      const fs::path out_of_place =
-          m_root / k_unpacked / k_tmp /
-          fmt::format("prune.{}.{}", entry.filename().string(), ::getpid());
-      PrunedItem item{"unpacked", entry, freed_by(entry, m_links_removed), modified(*st)};
-      note_links_removed(entry);
+      PrunedItem item{"unpacked", entry, freed_by(entry), modified(*st)};
       if (m_options.dry_run) {
+        note_links_removed(entry);
         m_report.removed.push_back(std::move(item));
         continue;
       }
-      std::error_code error;
-      fs::create_directories(out_of_place.parent_path(), error);
-      if (::rename(entry.c_str(), out_of_place.c_str()) != 0) {
-        if (errno == ENOENT) continue;  // another prune, or a find that found it damaged
-        return make_error(ExitCode::error, "cannot move {} out of the cache: {}", entry.string(),
-                          errno_message(errno));
-      }
-      VENVFIX_TRY(remove(std::move(item), out_of_place));
+      // Another process may take it until it is renamed out of place.
+      VENVFIX_TRY_ASSIGN(const std::optional<fs::path> out_of_place, move_out_of_place(entry));
+      if (!out_of_place) continue;
+      VENVFIX_TRY(remove(std::move(item), *out_of_place));
     }
     return ok();
+  }
+
+  // Renames `entry` into a new directory under unpacked/tmp (a crashed prune's is removed there
+  // an hour later, as any writer's); that directory, or nullopt when the entry is gone already
+  // (another prune, or a find that found it damaged).
+  Result<std::optional<fs::path>> move_out_of_place(const fs::path& entry) {
+    const fs::path tmp = m_root / k_unpacked / k_tmp;
+    std::error_code error;
+    fs::create_directories(tmp, error);
+    std::string pattern = (tmp / "prune.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return make_error(ExitCode::error, "cannot create a directory in {}: {}", tmp.string(),
+                        errno_message(errno));
+    }
+    const fs::path out_of_place(pattern);
+    if (::rename(entry.c_str(), (out_of_place / entry.filename()).c_str()) != 0) {
+      const int saved = errno;
+      fs::remove(out_of_place, error);
+      if (saved == ENOENT) return std::optional<fs::path>();
+      return make_error(ExitCode::error, "cannot move {} out of the cache: {}", entry.string(),
+                        errno_message(saved));
+    }
+    return std::optional<fs::path>(out_of_place);
   }
 
   Status prune_wheels() {
@@ -189,7 +205,8 @@ class Pruner {
     });
     for (const auto& [path, st] : blobs) {
       if (!is_sha256_hex(path.filename().string()) || modified(st) >= m_cutoff) continue;
-      // Linked by an entry that stays (its wheel.whl): kept with it.
+      // Linked by an entry that stays (its wheel.whl): kept with it. (A dry run counts the links
+      // of the entries it would have removed; a real prune's stat already shows them gone.)
       const auto removed = m_links_removed.find({st.st_dev, st.st_ino});
       const std::uint64_t gone = removed == m_links_removed.end() ? 0 : removed->second;
       if (st.st_nlink > 1 + gone) continue;
@@ -199,15 +216,11 @@ class Pruner {
     return ok();
   }
 
-  // The bytes removing `path` frees: files with no link but this one (and those in
-  // `also_removed`, links already removed by this prune).
-  static std::uint64_t freed_by(const fs::path& path,
-                                const std::map<Inode, std::uint64_t>& also_removed) {
+  // The bytes removing `path` frees: its files that have no other link.
+  static std::uint64_t freed_by(const fs::path& path) {
     std::uint64_t bytes = 0;
     auto count = [&](const struct stat& st) {
-      const auto other = also_removed.find({st.st_dev, st.st_ino});
-      const std::uint64_t gone = other == also_removed.end() ? 0 : other->second;
-      if (st.st_nlink <= 1 + gone) bytes += static_cast<std::uint64_t>(st.st_size);
+      if (st.st_nlink <= 1) bytes += static_cast<std::uint64_t>(st.st_size);
     };
     auto st = lstat_of(path);
     if (st && S_ISREG(st->st_mode)) {
@@ -242,7 +255,7 @@ class Pruner {
   const fs::path& m_root;
   const CachePruneOptions& m_options;
   const Clock::time_point m_cutoff;
-  std::map<Inode, std::uint64_t> m_links_removed;  // by the entries this prune removes
+  std::map<Inode, std::uint64_t> m_links_removed;  // by the entries a dry run would remove
   CachePruneReport m_report;
 };
 

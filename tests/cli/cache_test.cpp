@@ -188,9 +188,10 @@ TEST_F(CacheCli, PruneRemovesWhatWasNotUsedAndAnInstallFromTheCacheCountsAsUse) 
   EXPECT_EQ(unpacked_entries().size(), entries.size());
 }
 
-// A downloaded wheel goes once it is as old and no entry links it (here: its entry went in the
-// same prune); one whose entry stays is kept.
-TEST_F(CacheCli, PruneRemovesOldDownloadsOnlyWithTheirEntries) {
+// A downloaded wheel goes once it is as old and nothing links it: not while its entry stays, nor
+// while a link outside the cache (a wheelhouse's, say) holds its bytes; a dry run counts the
+// entry it would remove with it.
+TEST_F(CacheCli, PruneRemovesOldDownloadsOnlyWhenNothingElseLinksThem) {
   apply_seed();
   std::vector<fs::path> blobs;
   for (const auto& file : fs::recursive_directory_iterator(path("cache/wheels"))) {
@@ -200,17 +201,38 @@ TEST_F(CacheCli, PruneRemovesOldDownloadsOnlyWithTheirEntries) {
   for (const fs::path& blob : blobs) age(blob, 40);
   json pruned = run_json({"cache", "prune"});
   EXPECT_TRUE(pruned["removed"].empty()) << "linked by a fresh entry: " << pruned.dump(2);
+
+  auto removed_wheels = [](const json& report) {
+    std::set<std::string> wheels;
+    for (const json& item : report["removed"]) {
+      if (item["kind"] == "wheel") wheels.insert(item["path"].get<std::string>());
+    }
+    return wheels;
+  };
+  std::set<std::string> all_blobs;
+  for (const fs::path& blob : blobs) all_blobs.insert(blob.string());
   for (const fs::path& entry : unpacked_entries()) age(entry / "index", 40);
+  EXPECT_EQ(removed_wheels(run_json({"cache", "prune", "--dry-run"})), all_blobs);
+
+  // The first blob also linked outside the cache: its entry goes, it stays.
+  fs::create_directories(path("wheelhouse"));
+  fs::create_hard_link(blobs[0], path("wheelhouse/kept.whl"));
   pruned = run_json({"cache", "prune"});
-  std::set<std::string> wheels_removed;
+  std::set<std::string> expected = all_blobs;
+  expected.erase(blobs[0].string());
+  EXPECT_EQ(removed_wheels(pruned), expected) << pruned.dump(2);
+  EXPECT_TRUE(unpacked_entries().empty());
+  EXPECT_TRUE(fs::exists(blobs[0]));
   std::uint64_t freed = 0;
-  for (const json& item : pruned["removed"]) {
-    if (item["kind"] == "wheel") wheels_removed.insert(item["path"].get<std::string>());
-    freed += item["freed_bytes"].get<std::uint64_t>();
-  }
-  EXPECT_EQ(wheels_removed.size(), blobs.size()) << pruned.dump(2);
-  for (const fs::path& blob : blobs) EXPECT_FALSE(fs::exists(blob)) << blob;
+  for (const json& item : pruned["removed"]) freed += item["freed_bytes"].get<std::uint64_t>();
   EXPECT_EQ(pruned["freed_bytes"], freed);
+
+  // Its last other link gone, it goes, freeing its whole size.
+  const std::uintmax_t size = fs::file_size(blobs[0]);
+  fs::remove(path("wheelhouse/kept.whl"));
+  pruned = run_json({"cache", "prune"});
+  EXPECT_EQ(removed_wheels(pruned), std::set<std::string>{blobs[0].string()}) << pruned.dump(2);
+  EXPECT_EQ(pruned["freed_bytes"], size);
 }
 
 // Temporary files and directories of writers that stopped go at any --unused-for; fresh ones,
