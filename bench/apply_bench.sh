@@ -159,21 +159,8 @@ nothing() { :; }
 fresh_venv_and_plan() {
   fresh_venv
   "$venvfix" --venv "$out/venv" --json -q plan > "$out/empty-plan.json" || true
-  python3 - "$out/empty-plan.json" "$work/www" "$index" > "$out/plan.json" <<'PY'
-import hashlib, json, os, sys
-plan = json.load(open(sys.argv[1]))
-files = os.path.join(sys.argv[2], "files")
-base = sys.argv[3].rsplit("/simple", 1)[0] + "/files/"
-for name in sorted(os.listdir(files)):
-    path = os.path.join(files, name)
-    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-    dist, version = name.split("-")[:2]
-    plan["actions"].append({"action": "install", "dist": dist.replace("_", "-"), "version": version,
-                            "file": name, "url": base + name, "sha256": digest,
-                            "size": os.path.getsize(path), "provides": [],
-                            "reason": "apply benchmark"})
-print(json.dumps(plan, indent=2))
-PY
+  python3 "$repo/bench/plan_every_wheel.py" "$out/empty-plan.json" "$work/www" "$index" \
+    "apply benchmark" > "$out/plan.json"
 }
 venvfix_apply() {  # venvfix_apply CACHE_DIR [BINARY] (the venvfix-apply/1 report on stdout)
   timed "${2:-$venvfix}" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" --json -q apply \

@@ -24,21 +24,8 @@ index="http://127.0.0.1:$(head -1 "$ab/server.out")/simple"
 prepare() {
   rm -rf "$ab/out"; mkdir -p "$ab/out"; cp -a "$work/venv" "$ab/out/venv"
   "$new" --venv "$ab/out/venv" --json -q plan > "$ab/out/empty-plan.json" || true
-  python3 - "$ab/out/empty-plan.json" "$work/www" "$index" > "$ab/out/plan.json" <<'PY'
-import hashlib, json, os, sys
-plan = json.load(open(sys.argv[1]))
-files = os.path.join(sys.argv[2], "files")
-base = sys.argv[3].rsplit("/simple", 1)[0] + "/files/"
-for name in sorted(os.listdir(files)):
-    path = os.path.join(files, name)
-    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-    dist, version = name.split("-")[:2]
-    plan["actions"].append({"action": "install", "dist": dist.replace("_", "-"), "version": version,
-                            "file": name, "url": base + name, "sha256": digest,
-                            "size": os.path.getsize(path), "provides": [],
-                            "reason": "load check benchmark"})
-print(json.dumps(plan, indent=2))
-PY
+  python3 "$repo/bench/plan_every_wheel.py" "$ab/out/empty-plan.json" "$work/www" "$index" \
+    "load check benchmark" > "$ab/out/plan.json"
   sync
 }
 reapply() {

@@ -203,6 +203,18 @@ void build_base_mid_top(const fs::path& root, const std::string& log) {
                  "-Wl,-rpath," + path("mid").string() + ":" + path("base").string());
 }
 
+// Two libshared.so.1 under `root`: listed/'s defines shared_fn, other/'s does not;
+// user/libuser.so.1 was linked against the listed one, but its RUNPATH finds the other.
+void build_listed_copy_and_user(const fs::path& root) {
+  compile_shared(root / "listed/libshared.so.1", "libshared.so.1",
+                 "int shared_fn(void) { return 1; }\n");
+  compile_shared(root / "other/libshared.so.1", "libshared.so.1",
+                 "int other_fn(void) { return 2; }\n");
+  compile_shared(root / "user/libuser.so.1", "libuser.so.1",
+                 "int shared_fn(void);\nint user_fn(void) { return shared_fn(); }\n",
+                 {root / "listed/libshared.so.1"}, "-Wl,-rpath," + (root / "other").string());
+}
+
 // The lines the logging constructors wrote, sorted: processes that run at once write in any order.
 std::vector<std::string> sorted_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -272,13 +284,7 @@ TEST_F(LoadCheck, KeptVerdictsChainTheLoadsFromTheListingsTheirKeysMade) {
   // still loads on its own (and fails, as it would in its own process).
   const std::string log = path("constructors.log").string();
   build_base_mid_top(m_dir->path(), log);
-  compile_shared(path("listed/libshared.so.1"), "libshared.so.1",
-                 "int shared_fn(void) { return 1; }\n");
-  compile_shared(path("other/libshared.so.1"), "libshared.so.1",
-                 "int other_fn(void) { return 2; }\n");
-  compile_shared(path("user/libuser.so.1"), "libuser.so.1",
-                 "int shared_fn(void);\nint user_fn(void) { return shared_fn(); }\n",
-                 {path("listed/libshared.so.1")}, "-Wl,-rpath," + path("other").string());
+  build_listed_copy_and_user(m_dir->path());
   const std::vector<fs::path> files = {path("top/libtop.so.1"), path("listed/libshared.so.1"),
                                        path("base/libbase.so.1"), path("user/libuser.so.1"),
                                        path("mid/libmid.so.1")};
@@ -295,15 +301,9 @@ TEST_F(LoadCheck, KeptVerdictsChainTheLoadsFromTheListingsTheirKeysMade) {
 }
 
 TEST_F(LoadCheck, AFileWhoseOwnSearchFindsAnotherCopyLoadsOnItsOwn) {
-  // Two libshared.so.1: the listed one defines shared_fn, the one user's RUNPATH finds does not.
-  // Loaded after the listed copy, user would bind to it and load; on its own it must fail.
-  compile_shared(path("listed/libshared.so.1"), "libshared.so.1",
-                 "int shared_fn(void) { return 1; }\n");
-  compile_shared(path("other/libshared.so.1"), "libshared.so.1",
-                 "int other_fn(void) { return 2; }\n");
-  compile_shared(path("user/libuser.so.1"), "libuser.so.1",
-                 "int shared_fn(void);\nint user_fn(void) { return shared_fn(); }\n",
-                 {path("listed/libshared.so.1")}, "-Wl,-rpath," + path("other").string());
+  // Loaded after the listed copy of libshared, user would bind to it and load; on its own (its
+  // RUNPATH finds the other copy) it must fail.
+  build_listed_copy_and_user(m_dir->path());
   std::vector<fs::path> files = {path("listed/libshared.so.1"), path("user/libuser.so.1")};
   auto results = dlopen_in_child(files, manifests(), m_options);
   ASSERT_TRUE(results) << results.error().message;
