@@ -85,19 +85,23 @@ TEST_F(Install, BashCompletesCommandsSubcommandsOptionsAndValues) {
       (prefix() / "bin/venvfix").string() +
       "'\n"
       "try \"$b\" ''\ntry \"$b\" snapshot ''\ntry \"$b\" --json apply --sn\n"
-      "try \"$b\" apply --link-mode ''\ntry \"$b\" doctor --pr\ncomplete -p venvfix\n";
+      "try \"$b\" apply --link-mode ''\ntry \"$b\" doctor --pr\ntry \"$b\" cache ''\n"
+      "try \"$b\" cache prune --unu\ncomplete -p venvfix\n";
   CommandResult completed =
       run_command({"env", "-u", "VENVFIX_MANIFEST_DIR", "bash", "--norc", "-c", script}, {}, 120);
   ASSERT_EQ(completed.exit_code, 0) << completed.err;
   const auto lines = split(completed.out, '\n');
-  ASSERT_GE(lines.size(), 6U) << completed.out;
+  ASSERT_GE(lines.size(), 8U) << completed.out;
   EXPECT_EQ(lines[0],
-            "doctor why plan snapshot rollback recover run apply fetch uninstall guard shell-hook");
+            "doctor why plan snapshot rollback recover run apply fetch cache uninstall guard "
+            "shell-hook");
   EXPECT_EQ(lines[1], "create list show diff delete prune");
   EXPECT_EQ(lines[2], "--snapshot");
   EXPECT_EQ(lines[3], "hardlink copy");
   EXPECT_EQ(lines[4], "--probe --probe-cmd --probe-timeout");
-  EXPECT_EQ(lines[5], "complete -F _venvfix venvfix");
+  EXPECT_EQ(lines[5], "dir info prune");
+  EXPECT_EQ(lines[6], "--unused-for");
+  EXPECT_EQ(lines[7], "complete -F _venvfix venvfix");
 }
 
 }  // namespace
