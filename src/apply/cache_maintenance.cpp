@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -18,7 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/txn/journal.hpp"
 
 namespace venvfix::apply {
 
@@ -49,8 +50,14 @@ std::optional<struct stat> lstat_of(const fs::path& path) {
   return st;
 }
 
+// Bytes on disk (allocated blocks, as du counts them): a streamed wheel's entry keeps a sparse
+// skeleton of the archive (docs/wheel.md) whose size is the wheel's but whose blocks are few.
+std::uint64_t disk_bytes(const struct stat& st) {
+  return static_cast<std::uint64_t>(st.st_blocks) * 512;
+}
+
 bool is_sha256_hex(const std::string& name) {
-  return name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return static_cast<bool>(sha256_from_hex(name));
 }
 
 // Calls `visit` for every regular file under `dir` (symlinks not followed).
@@ -210,8 +217,7 @@ class Pruner {
       const auto removed = m_links_removed.find({st.st_dev, st.st_ino});
       const std::uint64_t gone = removed == m_links_removed.end() ? 0 : removed->second;
       if (st.st_nlink > 1 + gone) continue;
-      VENVFIX_TRY(remove(
-          PrunedItem{"wheel", path, static_cast<std::uint64_t>(st.st_size), modified(st)}, path));
+      VENVFIX_TRY(remove(PrunedItem{"wheel", path, disk_bytes(st), modified(st)}, path));
     }
     return ok();
   }
@@ -220,7 +226,7 @@ class Pruner {
   static std::uint64_t freed_by(const fs::path& path) {
     std::uint64_t bytes = 0;
     auto count = [&](const struct stat& st) {
-      if (st.st_nlink <= 1) bytes += static_cast<std::uint64_t>(st.st_size);
+      if (st.st_nlink <= 1) bytes += disk_bytes(st);
     };
     auto st = lstat_of(path);
     if (st && S_ISREG(st->st_mode)) {
@@ -259,16 +265,6 @@ class Pruner {
   CachePruneReport m_report;
 };
 
-// As the rest of venvfix writes times (txn::utc_now_iso8601).
-std::string utc_text(Clock::time_point when) {
-  const std::time_t seconds = Clock::to_time_t(when);
-  std::tm tm{};
-  ::gmtime_r(&seconds, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
-
 }  // namespace
 
 CacheUsage cache_usage(const fs::path& root) {
@@ -281,8 +277,7 @@ CacheUsage cache_usage(const fs::path& root) {
       for_each_file(dir, [&](const fs::path&, const struct stat& st) {
         auto [it, added] = inodes.try_emplace({st.st_dev, st.st_ino});
         if (added) {
-          it->second = {static_cast<std::uint64_t>(st.st_size),
-                        static_cast<std::uint64_t>(st.st_nlink), 0, part};
+          it->second = {disk_bytes(st), static_cast<std::uint64_t>(st.st_nlink), 0, part};
         }
         ++it->second.links_inside;
       });
@@ -329,7 +324,7 @@ nlohmann::json prune_report_json(const CachePruneReport& report) {
     removed.push_back({{"kind", item.kind},
                        {"path", item.path.string()},
                        {"freed_bytes", item.freed_bytes},
-                       {"last_used", utc_text(item.last_used)}});
+                       {"last_used", txn::utc_iso8601(item.last_used)}});
   }
   return {{"schema", "venvfix-cache-prune/1"}, {"root", report.root.string()},
           {"dry_run", report.dry_run},         {"unused_for_seconds", report.unused_for.count()},
@@ -354,7 +349,7 @@ void print_prune_report(const CachePruneReport& report, std::ostream& out) {
   const char* verb = report.dry_run ? "would remove" : "removed";
   for (const PrunedItem& item : report.removed) {
     out << fmt::format("{} {} {} (last used {}; {} freed)\n", verb, item.kind, item.path.string(),
-                       utc_text(item.last_used), human_size(item.freed_bytes));
+                       txn::utc_iso8601(item.last_used), human_size(item.freed_bytes));
   }
   out << fmt::format("{} {} item(s) from {}: {} {}\n", report.dry_run ? "would prune" : "pruned",
                      report.removed.size(), report.root.string(), human_size(report.freed_bytes),

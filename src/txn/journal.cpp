@@ -200,9 +200,13 @@ Status remove_journal(StepFs& disk, const env::Venv& venv) {
 }
 
 std::string utc_now_iso8601() {
-  std::time_t now = std::time(nullptr);
+  return utc_iso8601(std::chrono::system_clock::now());
+}
+
+std::string utc_iso8601(std::chrono::system_clock::time_point when) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
   std::tm tm{};
-  ::gmtime_r(&now, &tm);
+  ::gmtime_r(&seconds, &tm);
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buffer;

@@ -83,7 +83,8 @@ const json& part(const json& info, const std::string& name) {
   return none;
 }
 
-// Bytes of the regular files under `dirs` as `find` lists them, each inode once, in the order
+// Bytes on disk (512-byte blocks) of the regular files under `dirs` as `find` lists them, each
+// inode once, in the order
 // given (a file linked under two of them counts for the first); and of those, the bytes whose
 // links `find` saw all of.
 std::pair<std::uint64_t, std::uint64_t> find_bytes(const std::vector<fs::path>& dirs,
@@ -95,14 +96,14 @@ std::pair<std::uint64_t, std::uint64_t> find_bytes(const std::vector<fs::path>& 
   std::vector<std::string> order;
   for (const fs::path& dir : dirs) {
     CommandResult listed = venvfix::testing::run_command(
-        {"find", dir.string(), "-type", "f", "-printf", "%D:%i %n %s\n"});
+        {"find", dir.string(), "-type", "f", "-printf", "%D:%i %n %b\n"});
     std::istringstream lines(listed.out);
     std::string inode;
     std::uint64_t links = 0;
-    std::uint64_t size = 0;
-    while (lines >> inode >> links >> size) {
+    std::uint64_t blocks = 0;
+    while (lines >> inode >> links >> blocks) {
       ++links_seen[inode];
-      if (inodes.emplace(inode, std::make_pair(links, size)).second) order.push_back(inode);
+      if (inodes.emplace(inode, std::make_pair(links, blocks * 512)).second) order.push_back(inode);
     }
   }
   for (const std::string& inode : order) {
@@ -227,8 +228,10 @@ TEST_F(CacheCli, PruneRemovesOldDownloadsOnlyWhenNothingElseLinksThem) {
   for (const json& item : pruned["removed"]) freed += item["freed_bytes"].get<std::uint64_t>();
   EXPECT_EQ(pruned["freed_bytes"], freed);
 
-  // Its last other link gone, it goes, freeing its whole size.
-  const std::uintmax_t size = fs::file_size(blobs[0]);
+  // Its last other link gone, it goes, freeing its blocks.
+  struct stat st {};
+  ASSERT_EQ(::stat(blobs[0].c_str(), &st), 0);
+  const std::uint64_t size = static_cast<std::uint64_t>(st.st_blocks) * 512;
   fs::remove(path("wheelhouse/kept.whl"));
   pruned = run_json({"cache", "prune"});
   EXPECT_EQ(removed_wheels(pruned), std::set<std::string>{blobs[0].string()}) << pruned.dump(2);

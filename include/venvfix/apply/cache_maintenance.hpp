@@ -7,9 +7,10 @@
 // identity an unpacked entry records for its hard link to it, so it is never refreshed; a blob
 // that an entry links is kept while the entry is.
 //
-// What removing frees: a file whose every link is inside the cache. A venv installed with hard
-// links from the unpacked cache (apply's default) shares its files' inodes with the entry, so
-// removing the entry frees nothing of those until the venv lets them go.
+// What removing frees: the blocks of a file whose every link is inside the cache (sizes are
+// bytes on disk, as du counts them: a streamed wheel's entry holds a sparse skeleton). A venv
+// installed with hard links from the unpacked cache (apply's default) shares its files' inodes with
+// the entry, so removing the entry frees nothing of those until the venv lets them go.
 #pragma once
 
 #include <chrono>
@@ -31,7 +32,8 @@ struct CachePartUsage {
   std::string name;  // "wheels", "unpacked", "pages", "load-verdicts", "temporary"
   fs::path path;
   std::uint64_t items = 0;  // blobs, entries, pages, verdicts, temporary files and directories
-  // Regular files, each inode once (the first part that links it counts it).
+  // Bytes on disk (allocated blocks) of its regular files, each inode once (the first part
+  // that links it counts it).
   std::uint64_t bytes = 0;
   // Of those, in files whose every link is inside the cache: what removing them frees.
   std::uint64_t cache_only_bytes = 0;

@@ -8,6 +8,8 @@
 // ran is decided from the filesystem alone (see replay.cpp), so progress is never written.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -77,5 +79,7 @@ Status remove_journal(StepFs& disk, const env::Venv& venv);
 // "20261129T223000Z-1a2b3c": sortable by time, unique in practice (pid and a counter).
 std::string new_id();
 std::string utc_now_iso8601();
+// `when` as "2026-11-29T22:30:00Z" (UTC, whole seconds).
+std::string utc_iso8601(std::chrono::system_clock::time_point when);
 
 }  // namespace venvfix::txn
