@@ -2,6 +2,7 @@
 #include "venvfix/apply/apply.hpp"
 
 #include "venvfix/apply/phases.hpp"
+#include "venvfix/fetch/cache_layout.hpp"
 
 namespace venvfix::apply {
 
@@ -42,8 +43,9 @@ Result<ApplyReport> apply_plan(const env::Venv& venv, const txn::VenvLock& lock,
     return move(venv, lock, changes, staging);
   }));
   const fs::path& cache_dir = downloader.config().cache_dir;
-  const VerifyInput input{plan, staged.staged, closures_before, departures.installed,
-                          cache_dir.empty() ? fs::path() : cache_dir / "load-verdicts-v1"};
+  const VerifyInput input{
+      plan, staged.staged, closures_before, departures.installed,
+      cache_dir.empty() ? fs::path() : cache_dir / fetch::cache_layout::load_verdicts};
   const std::vector<std::string> failures = timer.time(&ApplyTimings::verify_s, [&] {
     return verify_after_moves(venv, manifests, system, options, input, report);
   });

@@ -4,6 +4,7 @@
 
 #include "venvfix/apply/phases.hpp"
 #include "venvfix/apply/removal.hpp"
+#include "venvfix/fetch/cache_layout.hpp"
 #include "venvfix/pep/name.hpp"
 #include "venvfix/plan/planner.hpp"
 #include "venvfix/verify/analysis.hpp"
@@ -138,7 +139,7 @@ Result<FetchedAndStaged> stage_plan(const env::Venv& venv, const plan::Plan& pla
   stage_options.threads = options.stage_threads;
   stage_options.sources = options.sources;
   if (options.unpacked_cache && !downloader.config().cache_dir.empty()) {
-    stage_options.unpacked_cache = downloader.config().cache_dir / "unpacked";
+    stage_options.unpacked_cache = downloader.config().cache_dir / fetch::cache_layout::unpacked;
     stage_options.link_mode = options.link_mode;
   }
   // A reinstall keeps the user's "I asked for this" mark (pip's REQUESTED).

@@ -19,7 +19,9 @@
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/fetch/cache_layout.hpp"
 #include "venvfix/txn/journal.hpp"
+#include "venvfix/wheel/unpacked_cache.hpp"
 
 namespace venvfix::apply {
 
@@ -28,14 +30,12 @@ namespace {
 using Clock = std::chrono::system_clock;
 using Inode = std::pair<std::uint64_t, std::uint64_t>;
 
-// Where each part lives under the cache root (fetch/cache.hpp, fetch/page_cache.hpp,
-// wheel/unpacked_cache.hpp, apply/load_verdicts.hpp).
-constexpr std::string_view k_wheels = "wheels";
-constexpr std::string_view k_urls = "urls";
-constexpr std::string_view k_pages = "pages";
-constexpr std::string_view k_unpacked = "unpacked";
-constexpr std::string_view k_verdicts = "load-verdicts-v1";
-constexpr std::string_view k_tmp = "tmp";
+namespace layout = fetch::cache_layout;
+
+// Where the unpacked-wheel cache's writers keep their entries until complete.
+fs::path unpacked_temporary_dir(const fs::path& root) {
+  return wheel::UnpackedCache(root / layout::unpacked).temporary_dir();
+}
 // A temporary file or directory this old belongs to a writer that stopped.
 constexpr auto k_stale_temporary = std::chrono::hours(1);
 
@@ -98,17 +98,18 @@ struct PartSpec {
 };
 
 std::vector<PartSpec> part_specs(const fs::path& root) {
-  const fs::path unpacked = root / k_unpacked;
+  const fs::path unpacked = root / layout::unpacked;
+  const fs::path unpacked_tmp = unpacked_temporary_dir(root);
   std::vector<fs::path> entries;
   for (const fs::path& child : children(unpacked)) {
-    if (child.filename() != k_tmp) entries.push_back(child);
+    if (child != unpacked_tmp) entries.push_back(child);
   }
-  return {{"wheels", root / k_wheels, {root / k_wheels}},
+  return {{"wheels", root / layout::wheels, {root / layout::wheels}},
           {"unpacked", unpacked, entries},
-          {"pages", root / k_pages, {root / k_pages}},
-          {"url-hashes", root / k_urls, {root / k_urls}},
-          {"load-verdicts", root / k_verdicts, {root / k_verdicts}},
-          {"temporary", root / k_tmp, {root / k_tmp, unpacked / k_tmp}}};
+          {"pages", root / layout::pages, {root / layout::pages}},
+          {"url-hashes", root / layout::urls, {root / layout::urls}},
+          {"load-verdicts", root / layout::load_verdicts, {root / layout::load_verdicts}},
+          {"temporary", root / layout::temporary, {root / layout::temporary, unpacked_tmp}}};
 }
 
 std::uint64_t count_items(const PartSpec& spec) {
@@ -146,9 +147,10 @@ class Pruner {
  private:
   Status prune_temporaries() {
     const auto stale = Clock::now() - k_stale_temporary;
-    std::vector<fs::path> candidates = children(m_root / k_tmp);
-    for (const fs::path& path : children(m_root / k_unpacked / k_tmp)) candidates.push_back(path);
-    for (const fs::path& path : children(m_root / k_verdicts)) {
+    std::vector<fs::path> candidates = children(m_root / layout::temporary);
+    for (const fs::path& path : children(unpacked_temporary_dir(m_root)))
+      candidates.push_back(path);
+    for (const fs::path& path : children(m_root / layout::load_verdicts)) {
       if (path.filename().string().find(".json.tmp.") != std::string::npos) {
         candidates.push_back(path);
       }
@@ -162,7 +164,7 @@ class Pruner {
   }
 
   Status prune_unpacked() {
-    for (const fs::path& entry : children(m_root / k_unpacked)) {
+    for (const fs::path& entry : children(m_root / layout::unpacked)) {
       if (!is_sha256_hex(entry.filename().string())) continue;
       // An entry without an index was never renamed into place: its directory's time.
       auto st = lstat_of(entry / "index");
@@ -186,7 +188,7 @@ class Pruner {
   // an hour later, as any writer's); that directory, or nullopt when the entry is gone already
   // (another prune, or a find that found it damaged).
   Result<std::optional<fs::path>> move_out_of_place(const fs::path& entry) {
-    const fs::path tmp = m_root / k_unpacked / k_tmp;
+    const fs::path tmp = unpacked_temporary_dir(m_root);
     std::error_code error;
     fs::create_directories(tmp, error);
     std::string pattern = (tmp / "prune.XXXXXX").string();
@@ -207,7 +209,7 @@ class Pruner {
 
   Status prune_wheels() {
     std::vector<std::pair<fs::path, struct stat>> blobs;
-    for_each_file(m_root / k_wheels, [&](const fs::path& path, const struct stat& st) {
+    for_each_file(m_root / layout::wheels, [&](const fs::path& path, const struct stat& st) {
       blobs.emplace_back(path, st);
     });
     for (const auto& [path, st] : blobs) {

@@ -13,6 +13,7 @@
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/fetch/cache_layout.hpp"
 
 namespace venvfix::fetch {
 
@@ -61,7 +62,7 @@ Status CacheTempFile::truncate() {
 
 fs::path DownloadCache::blob_path(std::string_view sha256_hex) const {
   std::string hex = to_lower_ascii(sha256_hex);
-  return m_root / "wheels" / "sha256" / hex.substr(0, 2) / hex;
+  return m_root / cache_layout::wheels / "sha256" / hex.substr(0, 2) / hex;
 }
 
 std::optional<fs::path> DownloadCache::find(std::string_view sha256_hex) const {
@@ -80,7 +81,7 @@ std::optional<fs::path> DownloadCache::find(std::string_view sha256_hex) const {
 
 std::optional<std::string> DownloadCache::hash_for_url(std::string_view url) const {
   if (m_root.empty()) return std::nullopt;
-  fs::path record = m_root / "urls" / to_hex(sha256(redact_url(url)));
+  fs::path record = m_root / cache_layout::urls / to_hex(sha256(redact_url(url)));
   Result<std::string> text = read_file(record, 4096);
   if (!text) return std::nullopt;
   std::string hex(trim(*text));
@@ -89,7 +90,7 @@ std::optional<std::string> DownloadCache::hash_for_url(std::string_view url) con
 }
 
 Status DownloadCache::remember_url(std::string_view url, std::string_view sha256_hex) const {
-  fs::path dir = m_root / "urls";
+  fs::path dir = m_root / cache_layout::urls;
   VENVFIX_TRY(make_directories(dir));
   return write_file_atomic(dir / to_hex(sha256(redact_url(url))), std::string(sha256_hex) + "\n");
 }
@@ -98,7 +99,7 @@ Result<CacheTempFile> DownloadCache::create_temp() const {
   if (m_root.empty()) {
     return make_error(ExitCode::usage, "no download cache directory is configured");
   }
-  fs::path dir = m_root / "tmp";
+  fs::path dir = m_root / cache_layout::temporary;
   VENVFIX_TRY(make_directories(dir));
   for (int attempt = 0;; ++attempt) {
     fs::path path = dir / (random_suffix() + ".part");
@@ -130,7 +131,7 @@ Result<fs::path> DownloadCache::commit(CacheTempFile file, std::string_view sha2
 
 void DownloadCache::remove_stale_temp_files(std::chrono::seconds max_age) const {
   std::error_code error;
-  fs::path dir = m_root / "tmp";
+  fs::path dir = m_root / cache_layout::temporary;
   if (m_root.empty() || !fs::is_directory(dir, error)) return;
   auto now = fs::file_time_type::clock::now();
   for (auto it = fs::directory_iterator(dir, error); !error && it != fs::directory_iterator();

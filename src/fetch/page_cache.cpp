@@ -13,6 +13,7 @@
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/fetch/cache_layout.hpp"
 
 namespace venvfix::fetch {
 
@@ -97,7 +98,7 @@ std::int64_t freshness_lifetime(const CacheHeaders& headers, std::int64_t receiv
 }
 
 fs::path PageCache::entry_path(std::string_view url, std::string_view accept) const {
-  return m_root / "pages" / key_of(url, accept);
+  return m_root / cache_layout::pages / key_of(url, accept);
 }
 
 std::optional<CachedPage> PageCache::find(std::string_view url, std::string_view accept) const {

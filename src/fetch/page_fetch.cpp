@@ -5,6 +5,7 @@
 
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/fetch/cache_layout.hpp"
 #include "venvfix/fetch/downloader.hpp"
 
 namespace venvfix::fetch {
@@ -76,7 +77,7 @@ Result<TextResponse> Downloader::get_page(const std::string& url,
       return from_entry(*entry, TextResponse::Source::cache);
     }
     return make_error(ExitCode::network, "offline, and {} is not in the page cache {}",
-                      redact_url(url), (settings.cache_dir / "pages").string());
+                      redact_url(url), (settings.cache_dir / cache_layout::pages).string());
   }
   if (entry && entry->fresh(now)) {
     spdlog::debug("{}: fresh in the page cache for {} s more", redact_url(url),

@@ -130,9 +130,9 @@ Status UnpackedCache::add(std::string_view wheel_sha256_hex, const fs::path& whe
   fs::path final_dir = m_root / wheel_sha256_hex;
   std::error_code error;
   if (fs::exists(final_dir / "index", error)) return ok();
-  fs::create_directories(m_root / "tmp", error);
+  fs::create_directories(temporary_dir(), error);
   if (error) return make_error(ExitCode::error, "{}: {}", m_root.string(), error.message());
-  std::string pattern = (m_root / "tmp" / "entry.XXXXXX").string();
+  std::string pattern = (temporary_dir() / "entry.XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     return make_error(ExitCode::error, "{}: {}", pattern, errno_message(errno));
   }

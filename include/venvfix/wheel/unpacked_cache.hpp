@@ -68,6 +68,8 @@ class UnpackedCache {
   explicit UnpackedCache(fs::path root, WriteSteps& steps = system_write_steps())
       : m_root(std::move(root)), m_steps(&steps) {}
   const fs::path& root() const { return m_root; }
+  // Where entries are written until complete (then renamed into the root).
+  fs::path temporary_dir() const { return m_root / "tmp"; }
 
   // The entry of the wheel with this sha256, when complete and intact (its index's mtime then
   // records this use); a damaged entry is removed (and nullopt returned).
