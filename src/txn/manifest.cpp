@@ -243,7 +243,28 @@ struct PathHash {
     return std::hash<std::string_view>()(path);
   }
 };
-using CarriedDirs = std::unordered_set<std::string, PathHash, std::equal_to<>>;
+
+// Version 3 tree snapshots: which entries are carried over (below a `d` directory). Entries come
+// in walk order, so most have the previous entry's parent: its answer is kept.
+struct CarriedDirs {
+  std::unordered_set<std::string, PathHash, std::equal_to<>> dirs;
+  std::string last_parent;
+  bool last_carried = false;
+  bool have_last = false;
+
+  bool contains(std::string_view parent) {
+    if (!have_last || parent != last_parent) {
+      last_parent.assign(parent);
+      last_carried = dirs.contains(parent);
+      have_last = true;
+    }
+    return last_carried;
+  }
+  void add(const std::string& dir) {
+    dirs.insert(dir);
+    have_last = false;  // a directory added may be the parent kept
+  }
+};
 
 // Version 3 tree snapshots: `d` is a D entry whose entries were carried over, and an entry directly
 // in such a directory is marked carried too (its parent's line comes first: walk order).
@@ -254,10 +275,10 @@ std::string mark_carried(ManifestEntry& entry, const Manifest& manifest, Carried
   if (entry.type == 'd') {
     entry.type = 'D';
     entry.carried = true;
-    carried.insert(entry.path);
+    carried.add(entry.path);
     return "";
   }
-  if (carried.empty()) return "";
+  if (carried.dirs.empty()) return "";
   std::size_t slash = entry.path.rfind('/');
   if (slash != std::string::npos) {
     entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
@@ -265,31 +286,40 @@ std::string mark_carried(ManifestEntry& entry, const Manifest& manifest, Carried
   return "";
 }
 
+// One number of an entry line, and the space after it, taken from the front of `rest`: the
+// fields are scanned once, not split first (30,000 lines of eight fields).
+template <typename T>
+bool take_number(std::string_view& rest, T& value, int base = 10) {
+  auto [next, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value, base);
+  const std::size_t used = static_cast<std::size_t>(next - rest.data());
+  if (error != std::errc() || used == 0 || used == rest.size() || *next != ' ') return false;
+  rest.remove_prefix(used + 1);
+  return true;
+}
+
 // An entry: "<type> <mode> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <escaped path>".
 std::string parse_entry_line(std::string_view line, Manifest& manifest, CarriedDirs& carried) {
-  ManifestEntry entry;
-  std::string_view fields[8];
-  std::string_view rest = line;
-  for (auto& field : fields) {
-    std::size_t space = rest.find(' ');
-    if (space == std::string_view::npos) return "too few fields";
-    field = rest.substr(0, space);
-    rest = rest.substr(space + 1);
+  auto too_few = [&](std::string_view rest) {
+    return rest.find(' ') == std::string_view::npos ? "too few fields" : "bad number";
+  };
+  if (line.size() < 2 || line[1] != ' ') {
+    return line.find(' ') == std::string_view::npos ? "too few fields" : "unknown entry type";
   }
-  if (fields[0].size() != 1 ||
-      std::string_view("FSDdAC").find(fields[0][0]) == std::string_view::npos) {
+  if (std::string_view("FSDdAC").find(line[0]) == std::string_view::npos) {
     return "unknown entry type";
   }
-  entry.type = fields[0][0];
-  if (!parse_number(fields[1], entry.mode, 8) || !parse_number(fields[2], entry.size) ||
-      !parse_number(fields[3], entry.dev) || !parse_number(fields[4], entry.ino) ||
-      !parse_number(fields[5], entry.nlink) || !parse_number(fields[6], entry.mtime_ns) ||
-      !parse_number(fields[7], entry.ctime_ns)) {
-    return "bad number";
+  ManifestEntry entry;
+  entry.type = line[0];
+  std::string_view rest = line.substr(2);
+  if (!take_number(rest, entry.mode, 8) || !take_number(rest, entry.size) ||
+      !take_number(rest, entry.dev) || !take_number(rest, entry.ino) ||
+      !take_number(rest, entry.nlink) || !take_number(rest, entry.mtime_ns) ||
+      !take_number(rest, entry.ctime_ns)) {
+    return too_few(rest);
   }
   // Version 2 tree snapshots keep a symlink's target after a tab (escaped, as tabs in paths are).
-  std::size_t tab = rest.find('\t');
   if (entry.type == 'S' && manifest.format >= 2 && manifest.kind == SnapshotKind::tree) {
+    std::size_t tab = rest.find('\t');
     if (tab == std::string_view::npos) return "symlink entry without a target";
     if (!unescape(rest.substr(tab + 1), entry.target)) return "bad escape";
     rest = rest.substr(0, tab);
