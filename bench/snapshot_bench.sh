@@ -4,6 +4,7 @@
 #
 #   nice bench/snapshot_bench.sh [VENVFIX_BINARY]
 #   env: BIG_GB (default 3: size of the big .so-like files; BIG_MB for less), SMALL_FILES (default 30000),
+#        BASELINE (a second venvfix binary: its later pair in the same rounds, below),
 #        ROUNDS (default 3; medians are reported), FILESYSTEMS (default "disk xfs"),
 #        BENCH_DIR (default: a new directory under $TMPDIR or /tmp; removed afterwards)
 #
@@ -19,6 +20,9 @@
 #   later                   `snapshot create` again (the store holds every file: a stat pass),
 #                           then what `pip install --force-reinstall` of that package does (its
 #                           750 files rewritten: new inodes), then `rollback`
+#   later, BASELINE         (with BASELINE=/path/to/venvfix in the environment, say a Release build
+#                           of main) the same later pair once more with that binary, in the same
+#                           round, on the same venv: a change's effect next to the spread of cp -a
 set -euo pipefail
 venvfix=$(realpath "${1:-build/venvfix}")
 big_mb=${BIG_MB:-$((${BIG_GB:-3} * 1024))}
@@ -94,7 +98,7 @@ bench_on() {  # bench_on LABEL DIR
   local files bytes
   files=$(find "$venv" -type f | wc -l)
   bytes=$(du -sb "$venv" | cut -f1)
-  local cpa=() cpal=() clone=() fc=() fr=() lc=() lr=() linked_first="" linked_later=""
+  local cpa=() cpal=() clone=() fc=() fr=() lc=() lr=() blc=() blr=() linked_first="" linked_later=""
   for r in $(seq 1 "$rounds"); do
     echo "[$label] round $r of $rounds" >&2
     timed t cp -a "$venv" "$dir/copy"; sync -f "$dir/copy"; cpa+=("$t")
@@ -118,6 +122,13 @@ bench_on() {  # bench_on LABEL DIR
     reinstall_pkg7 "$venv"
     sync
     timed t "$venvfix" --venv "$venv" -q rollback; lr+=("$t")
+    if [ -n "${BASELINE:-}" ]; then
+      sync
+      timed t "$BASELINE" --venv "$venv" -q snapshot create; blc+=("$t")
+      reinstall_pkg7 "$venv"
+      sync
+      timed t "$BASELINE" --venv "$venv" -q rollback; blr+=("$t")
+    fi
   done
   local m_cpa m_cpal m_fc m_fr m_lc m_lr first later
   m_cpa=$(median "${cpa[@]}") m_cpal=$(median "${cpal[@]}")
@@ -133,6 +144,13 @@ $label ($(findmnt -no FSTYPE -T "$dir")): $files files, $((bytes >> 20)) MiB; me
 |---|---|---|---|---|---|---|---|
 | ${m_cpa} ms | ${m_cpal} ms | ${clone_cell} | ${m_fc} + ${m_fr} = ${first} ms | $(python3 -c "print(f'{$first/$m_cpal:.2f}x')") | ${m_lc} + ${m_lr} = ${later} ms | $(python3 -c "print(f'{100*$later/$m_cpa:.2f} %')") | ${linked_first}, ${linked_later} |
 TABLE
+  if [ ${#blc[@]} -gt 0 ]; then
+    local m_blc m_blr
+    m_blc=$(median "${blc[@]}") m_blr=$(median "${blr[@]}")
+    echo
+    echo "BASELINE ($BASELINE), later: create + rollback ${m_blc} + ${m_blr} = $((m_blc + m_blr)) ms," \
+      "$(python3 -c "print(f'{100*($m_blc+$m_blr)/$m_cpa:.2f} %')") of cp -a (raw: create ${blc[*]}, rollback ${blr[*]})"
+  fi
 }
 
 for fs_name in $filesystems; do

@@ -76,9 +76,12 @@ Result<std::optional<std::string>> restore_snapshot(const env::Venv& venv, const
   VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
   const Clock::time_point loaded = Clock::now();
   VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
-  spdlog::debug("snapshot {}: manifest read in {:.1f} ms, compared with the venv in {:.1f} ms", id,
-                std::chrono::duration<double, std::milli>(loaded - start).count(),
-                std::chrono::duration<double, std::milli>(Clock::now() - loaded).count());
+  spdlog::debug(
+      "snapshot {}: manifest read in {:.1f} ms, compared with the venv in {:.1f} ms ({} "
+      "directories read, {} not read: unchanged since the snapshot's walk)",
+      id, std::chrono::duration<double, std::milli>(loaded - start).count(),
+      std::chrono::duration<double, std::milli>(Clock::now() - loaded).count(), delta.dirs_read,
+      delta.dirs_unchanged);
   if (manifest.kind == SnapshotKind::tree && manifest.format >= 2) {
     return restore_from_store(venv, lock, manifest, delta, keep, disk);
   }

@@ -55,10 +55,13 @@ Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& mani
           if (present && S_ISDIR(st.st_mode)) delta.added_dirs.push_back(e.path);
           break;
         case 'D':
-          if (!present) delta.missing_dirs.push_back(e.path);
+          if (present) break;
+          delta.missing_dirs.push_back(e.path);
+          delta.entries_to_restore.push_back(&e);
           break;
         default:
           delta.put_back.push_back(e.path);
+          delta.entries_to_restore.push_back(&e);
           if (present) delta.changed.push_back(e.path);
       }
     }

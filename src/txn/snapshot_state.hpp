@@ -15,6 +15,13 @@ struct StateDelta {
   std::vector<std::string> put_back;      // state files/symlinks absent or different now
   std::vector<std::string> changed;       // the subset of put_back present in the venv
   std::vector<std::string> missing_dirs;  // state directories absent now
+  // The manifest's entries of put_back and missing_dirs, in no order: what a restore needs to
+  // know of them, without indexing every entry of a 30,000-file manifest by path.
+  std::vector<const ManifestEntry*> entries_to_restore;
+  // Tree snapshots: directories of the state read, and those not read because they had not
+  // changed since the snapshot's walk (tree_compare.hpp).
+  std::size_t dirs_read = 0;
+  std::size_t dirs_unchanged = 0;
 };
 
 // Reads <venv>/.venvfix/snapshots/<id>/manifest.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -23,18 +24,39 @@ namespace {
 
 using EntryIndex = std::unordered_map<std::string_view, const ManifestEntry*>;
 
+// What the store holds for one path to put back, looked up once for the check and the staging.
+struct StoredCopy {
+  const ManifestEntry* entry = nullptr;
+  std::string key;  // F entries: the store name
+  StoredState state = StoredState::intact;
+  struct stat st {};     // the store link's, unless missing
+  bool current = false;  // the inode as it is now is the snapshot's, mode included
+};
+
+std::vector<StoredCopy> look_up_store(int store_fd, const Manifest& manifest,
+                                      const EntryIndex& entries,
+                                      const std::vector<std::string>& put_back) {
+  std::vector<StoredCopy> copies(put_back.size());
+  for (std::size_t i = 0; i < put_back.size(); ++i) {
+    StoredCopy& copy = copies[i];
+    copy.entry = entries.at(put_back[i]);
+    if (copy.entry->type != 'F') continue;
+    copy.key = store_key(*copy.entry);
+    copy.state = stored_state(store_fd, copy.key, manifest, *copy.entry, &copy.st, &copy.current);
+  }
+  return copies;
+}
+
 // Every stored file to put back must still hold what the snapshot recorded. All offenders are
 // named in one sentence; nothing has been written yet.
-Status check_store(const env::Venv& venv, int store_fd, const Manifest& manifest,
-                   const EntryIndex& entries, const std::vector<std::string>& put_back) {
+Status check_store(const env::Venv& venv, const Manifest& manifest,
+                   const std::vector<StoredCopy>& copies) {
   std::vector<std::string> changed;
   std::vector<std::string> missing;
-  for (const std::string& path : put_back) {
-    const ManifestEntry& e = *entries.at(path);
-    if (e.type != 'F') continue;
-    StoredState state = stored_state(store_fd, store_key(e), manifest, e);
-    if (state == StoredState::changed_in_place) changed.push_back((venv.root / path).string());
-    if (state == StoredState::missing) missing.push_back((venv.root / path).string());
+  for (const StoredCopy& copy : copies) {
+    const std::string shown = (venv.root / copy.entry->path).string();
+    if (copy.state == StoredState::changed_in_place) changed.push_back(shown);
+    if (copy.state == StoredState::missing) missing.push_back(shown);
   }
   auto list = [](const std::vector<std::string>& paths) {
     std::string out = paths.front();
@@ -90,23 +112,25 @@ Status copy_with_mode(int store_fd, const std::string& key, int rootfd, const st
   }
 }
 
-// Stages one path to put back: a link from the store (or a copy, above), or a symlink.
+// Stages one path to put back: a link from the store (or a copy, above), or a symlink. Its
+// directory is made unless it was the previous path's (`made`: put_back is sorted).
 Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
-                 const std::string& staging, const Manifest& manifest, const ManifestEntry& e) {
+                 const std::string& staging, const StoredCopy& copy,
+                 std::optional<std::string>& made) {
+  const ManifestEntry& e = *copy.entry;
   std::string staged = join(staging, e.path);
-  VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, parent_of(e.path), "", root));
+  std::string parent = parent_of(e.path);
+  if (parent != made) {
+    VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, parent, "", root));
+    made = std::move(parent);
+  }
   int error = 0;
   if (e.type == 'S') {
     error = disk.symlink(e.target, rootfd, staged);
+  } else if (!copy.current && (copy.st.st_mode & 07777) != e.mode) {
+    return copy_with_mode(store_fd, copy.key, rootfd, staged, root, e.mode);
   } else {
-    std::string key = store_key(e);
-    struct stat st {};
-    bool current = false;  // the inode as it is now is the snapshot's, mode included
-    (void)stored_state(store_fd, key, manifest, e, &st, &current);
-    if (!current && (st.st_mode & 07777) != e.mode) {
-      return copy_with_mode(store_fd, key, rootfd, staged, root, e.mode);
-    }
-    error = disk.link(rootfd, join(k_store_rel, key), staged);
+    error = disk.link(rootfd, join(k_store_rel, copy.key), staged);
   }
   if (error != 0) {
     return make_error(ExitCode::error, "cannot stage {} for the restore: {}",
@@ -118,10 +142,11 @@ Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
 // The staging tree: every path to put back, and every missing directory with its mode (set
 // deepest first, after everything is in it).
 Status stage(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
-             const std::string& staging, const Manifest& manifest, const EntryIndex& entries,
-             const StateDelta& delta) {
-  for (const std::string& path : delta.put_back) {
-    VENVFIX_TRY(stage_one(disk, rootfd, store_fd, root, staging, manifest, *entries.at(path)));
+             const std::string& staging, const EntryIndex& entries,
+             const std::vector<StoredCopy>& copies, const StateDelta& delta) {
+  std::optional<std::string> made;
+  for (const StoredCopy& copy : copies) {
+    VENVFIX_TRY(stage_one(disk, rootfd, store_fd, root, staging, copy, made));
   }
   for (const std::string& dir : delta.missing_dirs) {
     VENVFIX_TRY(make_dirs_at(disk, rootfd, staging, dir, "", root));
@@ -148,15 +173,16 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
     return std::optional<std::string>();  // the venv is the snapshot's state: no transaction
   }
   EntryIndex entries;
-  entries.reserve(manifest.entries.size());
-  for (const ManifestEntry& e : manifest.entries) entries.emplace(e.path, &e);
+  entries.reserve(delta.entries_to_restore.size());
+  for (const ManifestEntry* e : delta.entries_to_restore) entries.emplace(e->path, e);
   VENVFIX_TRY_ASSIGN(Fd root, open_root(venv));
   auto store = open_file(store_dir(venv), O_RDONLY | O_DIRECTORY);
   int store_fd = store ? store->get() : -1;  // no store: every stored file reads as missing
-  VENVFIX_TRY(check_store(venv, store_fd, manifest, entries, delta.put_back));
+  const std::vector<StoredCopy> copies = look_up_store(store_fd, manifest, entries, delta.put_back);
+  VENVFIX_TRY(check_store(venv, manifest, copies));
   VENVFIX_TRY_ASSIGN(fs::path staging_dir, make_staging_dir(venv));
   std::string staging = staging_dir.lexically_relative(venv.root).string();
-  auto staged = stage(disk, root.get(), store_fd, venv.root, staging, manifest, entries, delta);
+  auto staged = stage(disk, root.get(), store_fd, venv.root, staging, entries, copies, delta);
   // The staged names must be durable before a journal refers to them: a move_in whose staged
   // name a power cut lost would read as done, and its undo would take the venv's file. The data
   // is (create ended with a syncfs), but a hard link's directory entry is not made durable by

@@ -14,6 +14,7 @@
 
 #include "txn/link_store.hpp"
 #include "txn/paths.hpp"
+#include "txn/walk_base.hpp"
 #include "venvfix/base/dir_entries.hpp"
 #include "venvfix/base/parallel.hpp"
 #include "venvfix/txn/snapshot.hpp"
@@ -26,6 +27,7 @@ namespace {
 struct StateDir {
   std::string rel;  // "" for the root
   std::vector<const ManifestEntry*> children;
+  const ManifestEntry* self = nullptr;  // its D entry (none for the root)
 };
 
 // What a venv directory holds now: each name with what fstatat said, sorted by name.
@@ -50,7 +52,7 @@ std::vector<StateDir> state_dirs(const Manifest& manifest) {
   dir_of("");
   for (const ManifestEntry& e : manifest.entries) {
     if (e.type != 'F' && e.type != 'S' && e.type != 'D') continue;
-    if (e.type == 'D') dir_of(e.path);
+    if (e.type == 'D') dirs[dir_of(e.path)].self = &e;
     std::size_t slash = e.path.rfind('/');
     std::string_view parent =
         slash == std::string::npos ? std::string_view() : std::string_view(e.path).substr(0, slash);
@@ -182,12 +184,16 @@ Result<bool> same_symlink(const Context& c, const ManifestEntry& e, int dir,
 Status compare_entry(const Context& c, const ManifestEntry& e, int dir, const std::string& name,
                      const struct stat* now, StateDelta& out) {
   if (e.type == 'D') {
-    if (now == nullptr || !S_ISDIR(now->st_mode)) out.missing_dirs.push_back(e.path);
+    if (now == nullptr || !S_ISDIR(now->st_mode)) {
+      out.missing_dirs.push_back(e.path);
+      out.entries_to_restore.push_back(&e);
+    }
     if (now != nullptr && !S_ISDIR(now->st_mode)) out.added_files.push_back(e.path);
     return ok();
   }
   if (now == nullptr) {
     out.put_back.push_back(e.path);
+    out.entries_to_restore.push_back(&e);
     return ok();
   }
   bool same = false;
@@ -198,12 +204,34 @@ Status compare_entry(const Context& c, const ManifestEntry& e, int dir, const st
   }
   if (same) return ok();
   out.put_back.push_back(e.path);
+  out.entries_to_restore.push_back(&e);
   if (!S_ISDIR(now->st_mode)) {
     out.changed.push_back(e.path);
     return ok();
   }
   out.added_dirs.push_back(e.path);
   return add_subtree(dir, name, e.path, c.root, out);
+}
+
+// A directory unchanged since the snapshot's walk (walk_base.hpp) still has exactly the names the
+// manifest lists in it, with the same inodes: it is not read, nothing in it can be new, and each
+// entry costs one fstatat by name. That stat stays: a file written in place changes the file,
+// not its directory.
+Status compare_unchanged_dir(const Context& c, const StateDir& d, int fd, std::size_t skip,
+                             StateDelta& out) {
+  for (const ManifestEntry* e : d.children) {
+    const std::string name = e->path.substr(skip);
+    struct stat st {};
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      VENVFIX_TRY(compare_entry(c, *e, fd, name, &st, out));
+    } else if (errno == ENOENT) {  // removed since the directory's fstat
+      VENVFIX_TRY(compare_entry(c, *e, fd, name, nullptr, out));
+    } else {
+      return make_error(ExitCode::error, "{}: {}", (c.root / e->path).string(),
+                        errno_message(errno));
+    }
+  }
+  return ok();
 }
 
 // One directory of the state: its entries one by one, then what the venv has beyond them.
@@ -216,6 +244,13 @@ Status compare_dir(const Context& c, const StateDir& d, StateDelta& out) {
     }
     return ok();
   }
+  struct stat st {};
+  if (d.self != nullptr && ::fstat(fd->get(), &st) == 0 &&
+      directory_unchanged_since_walk(*d.self, c.manifest.walked_ns, st)) {
+    ++out.dirs_unchanged;
+    return compare_unchanged_dir(c, d, fd->get(), skip, out);
+  }
+  ++out.dirs_read;
   VENVFIX_TRY_ASSIGN(Listing now, list_dir(fd->get(), d.rel, c.root));
   std::vector<bool> seen(now.size(), false);
   for (const ManifestEntry* e : d.children) {
@@ -261,6 +296,10 @@ Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest)
       to->insert(to->end(), std::make_move_iterator(from->begin()),
                  std::make_move_iterator(from->end()));
     }
+    delta.dirs_read += part.dirs_read;
+    delta.dirs_unchanged += part.dirs_unchanged;
+    delta.entries_to_restore.insert(delta.entries_to_restore.end(), part.entries_to_restore.begin(),
+                                    part.entries_to_restore.end());
   }
   return delta;
 }

@@ -11,7 +11,9 @@ namespace venvfix::txn {
 // One job per directory of the state, on every core: the directory is opened from the root one
 // component at a time without following a symlink, read, and each of its entries compared with
 // the manifest's entries in it (one fstatat each); what the venv holds beyond them is added (a
-// new directory with everything below it). The lists come back sorted.
+// new directory with everything below it). A directory unchanged since the snapshot's walk
+// (walk_base.hpp: version 3) is not read, only its entries stat'ed by name. The lists come back
+// sorted.
 Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest);
 
 }  // namespace venvfix::txn

@@ -96,14 +96,18 @@ Status forget_store(const env::Venv& venv) {
   return ok();
 }
 
+bool directory_unchanged_since_walk(const ManifestEntry& was, std::int64_t walked_ns,
+                                    const struct stat& now) {
+  FileIdentity id = file_identity_from(now);
+  return was.type == 'D' && was.ino != 0 && walked_ns > 0 && was.dev == id.device &&
+         was.ino == id.inode && was.mtime_ns == id.mtime_ns && was.ctime_ns == id.ctime_ns &&
+         std::max(was.mtime_ns, was.ctime_ns) < walked_ns;
+}
+
 bool WalkBase::unchanged(const std::string& rel, const struct stat& st) const {
   auto it = m_dirs.find(rel);
   if (it == m_dirs.end()) return false;
-  const ManifestEntry& was = m_manifest.entries[it->second];
-  FileIdentity now = file_identity_from(st);
-  return was.ino != 0 && was.dev == now.device && was.ino == now.inode &&
-         was.mtime_ns == now.mtime_ns && was.ctime_ns == now.ctime_ns &&
-         std::max(was.mtime_ns, was.ctime_ns) < m_manifest.walked_ns;
+  return directory_unchanged_since_walk(m_manifest.entries[it->second], m_manifest.walked_ns, st);
 }
 
 const std::vector<std::uint32_t>& WalkBase::children(const std::string& rel) const {

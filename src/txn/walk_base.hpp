@@ -29,6 +29,12 @@ namespace venvfix::txn {
 // <venv>/.venvfix/walk-base.
 fs::path walk_base_file(const env::Venv& venv);
 
+// Whether the directory recorded as `was` by a walk that began at `walked_ns` (a version 3 tree
+// manifest's D entry, carried or not) is, now `now` (fstat of the opened directory), the same
+// inode with the same entries, each with the inode the walk recorded (the reasoning above).
+bool directory_unchanged_since_walk(const ManifestEntry& was, std::int64_t walked_ns,
+                                    const struct stat& now);
+
 class WalkBase {
  public:
   // The last walk, when there is a usable one (a version 3 tree manifest with its walk time);

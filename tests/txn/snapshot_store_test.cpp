@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "txn/snapshot_state.hpp"
 #include "txn/txn_test_support.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/snapshot.hpp"
@@ -135,6 +136,35 @@ TEST_F(TxnSnapshotStore, FileChangedInPlaceIsNamedAndNothingChanges) {
   SnapshotInfo later = snapshot("after the edit");
   EXPECT_EQ(later.linked, 1u);
   EXPECT_TRUE(no_difference(m_venv, later.id));
+}
+
+// A directory unchanged since the snapshot's walk is not read by the rollback's comparison (its
+// names and their inodes are the walk's), but every file in it is still stat'ed: a write in place
+// does not change the directory, and must still be named.
+TEST_F(TxnSnapshotStore, ARollbackReadsOnlyChangedDirectoriesYetNamesAFileWrittenInPlace) {
+  settle();  // every directory older than the walk's clock
+  SnapshotInfo info = snapshot("test");
+  write_text(site() / "other/mod.py", "y = 3  # edited in place\n");  // other/ unchanged
+  replace("pkg/__init__.py", "x = 2\n");                              // pkg/ changed
+  auto manifest = load_manifest(m_venv, info.id);
+  ASSERT_TRUE(manifest) << manifest.error().message;
+  auto delta = compare_with_venv(m_venv, *manifest);
+  ASSERT_TRUE(delta) << delta.error().message;
+  // Read: the root (it holds .venvfix/, never unchanged) and pkg/. The other nine: not read.
+  EXPECT_EQ(delta->dirs_read, 2u);
+  EXPECT_EQ(delta->dirs_unchanged, k_dirs - 2);
+  const std::vector<std::string> both = {k_site + "/other/mod.py", k_site + "/pkg/__init__.py"};
+  EXPECT_EQ(delta->put_back, both);
+  EXPECT_EQ(delta->changed, both);
+  EXPECT_TRUE(delta->added_files.empty());
+  auto print = fingerprint(m_venv);
+  auto restored = restore_snapshot(m_venv, *m_lock, info.id, KeepSnapshot::yes);
+  ASSERT_FALSE(restored);
+  EXPECT_NE(
+      restored.error().message.find((site() / "other/mod.py").string() + " was changed in place"),
+      std::string::npos)
+      << restored.error().message;
+  EXPECT_EQ(fingerprint(m_venv), print) << "a refused restore changed the venv";
 }
 
 TEST_F(TxnSnapshotStore, DeleteAndPruneDropStoreLinksNoSnapshotReferences) {
