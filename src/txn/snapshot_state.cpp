@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "txn/paths.hpp"
 #include "txn/tree_compare.hpp"
@@ -25,18 +26,32 @@ Result<Manifest> load_manifest(const env::Venv& venv, const std::string& id) {
   return read_manifest_file(file);
 }
 
+namespace {
+
+// The manifest's header lines, through "entries\n", when they are within its first `limit` bytes.
+std::optional<std::string> read_header(int fd, std::size_t limit) {
+  std::string head(limit, '\0');
+  ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+  head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  const std::size_t end = head.find("\nentries\n");
+  if (end == std::string::npos) return std::nullopt;
+  head.resize(end + 9);
+  return head;
+}
+
+}  // namespace
+
 Result<Manifest> load_manifest_header(const env::Venv& venv, const std::string& id) {
   if (!is_safe_id(id)) return load_manifest(venv, id);  // its error
   const fs::path file = snapshots_dir(venv) / id / "manifest";
-  std::string head(std::size_t{64} << 10, '\0');
   auto fd = open_file(file, O_RDONLY);
-  ssize_t n = fd ? ::pread(fd->get(), head.data(), head.size(), 0) : -1;
-  const std::size_t end = n > 0 ? head.find("\nentries\n") : std::string::npos;
-  if (end == std::string::npos || end >= static_cast<std::size_t>(n)) {
-    return load_manifest(venv, id);  // no header that short, or unreadable: its error
-  }
-  head.resize(end + 9);
-  VENVFIX_TRY_ASSIGN(Manifest manifest, parse_manifest(head, file.string()));
+  // A header is a few hundred bytes, unless its reason (a command line) is long: one page first.
+  // `rollback` and `snapshot list` read the header of every snapshot kept.
+  std::optional<std::string> head;
+  if (fd) head = read_header(fd->get(), 4096);
+  if (fd && !head) head = read_header(fd->get(), std::size_t{64} << 10);
+  if (!head) return load_manifest(venv, id);  // no header that short, or unreadable: its error
+  VENVFIX_TRY_ASSIGN(Manifest manifest, parse_manifest(*head, file.string()));
   if (manifest.header_files < 0 || manifest.header_bytes < 0) return load_manifest(venv, id);
   return manifest;
 }

@@ -167,6 +167,25 @@ TEST_F(TxnSnapshotStore, ARollbackReadsOnlyChangedDirectoriesYetNamesAFileWritte
   EXPECT_EQ(fingerprint(m_venv), print) << "a refused restore changed the venv";
 }
 
+// Listing reads each snapshot's header only, one page first: a reason longer than that (a long
+// command line) or than the 64 KiB read next still lists whole.
+TEST_F(TxnSnapshotStore, ASnapshotWhoseReasonOutgrowsTheFirstReadIsListedWhole) {
+  std::vector<SnapshotInfo> made;
+  for (std::size_t size : {100, 6000, 70000}) {
+    made.push_back(snapshot("run: pip install " + std::string(size, 'x')));
+  }
+  auto listed = list_snapshots(m_venv);
+  ASSERT_TRUE(listed) << listed.error().message;
+  ASSERT_EQ(listed->size(), made.size());
+  for (std::size_t i = 0; i < made.size(); ++i) {
+    SCOPED_TRACE(made[i].reason.size());
+    EXPECT_EQ((*listed)[i].id, made[i].id);
+    EXPECT_EQ((*listed)[i].reason, made[i].reason);
+    EXPECT_EQ((*listed)[i].files, made[i].files);
+    EXPECT_EQ((*listed)[i].bytes, made[i].bytes);
+  }
+}
+
 TEST_F(TxnSnapshotStore, DeleteAndPruneDropStoreLinksNoSnapshotReferences) {
   SnapshotInfo first = snapshot("first");
   replace("pkg/__init__.py", "x = 2\n");
