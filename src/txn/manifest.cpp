@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <thread>
 #include <unordered_set>
 
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/parallel.hpp"
 #include "venvfix/base/strings.hpp"
 
 #include "txn/paths.hpp"
@@ -151,8 +153,12 @@ void populate(void* data, std::size_t size) {
 }  // namespace
 
 void reserve_entries(Manifest& manifest, std::size_t count) {
-  manifest.entries.reserve(count);
-  populate(manifest.entries.data(), count * sizeof(ManifestEntry));
+  reserve_entries_of(manifest.entries, count);
+}
+
+void reserve_entries_of(std::vector<ManifestEntry>& entries, std::size_t count) {
+  entries.reserve(count);
+  populate(entries.data(), count * sizeof(ManifestEntry));
 }
 
 std::string manifest_text(const Manifest& manifest) {
@@ -266,24 +272,30 @@ struct CarriedDirs {
   }
 };
 
-// Version 3 tree snapshots: `d` is a D entry whose entries were carried over, and an entry directly
-// in such a directory is marked carried too (its parent's line comes first: walk order).
-std::string mark_carried(ManifestEntry& entry, const Manifest& manifest, CarriedDirs& carried) {
-  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) {
-    return entry.type == 'd' ? "unknown entry type" : "";
-  }
-  if (entry.type == 'd') {
-    entry.type = 'D';
-    entry.carried = true;
-    carried.add(entry.path);
-    return "";
-  }
-  if (carried.dirs.empty()) return "";
-  std::size_t slash = entry.path.rfind('/');
-  if (slash != std::string::npos) {
+// Version 3 tree snapshots: `d` is a D entry whose entries were carried over (a word of theirs
+// only). The entries directly in it are marked by mark_carried_children once all are read.
+std::string read_carried_dir(ManifestEntry& entry, const Manifest& manifest) {
+  if (entry.type != 'd') return "";
+  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return "unknown entry type";
+  entry.type = 'D';
+  entry.carried = true;
+  return "";
+}
+
+// An entry directly in a `d` directory is carried too. In file order, as written (walk order: a
+// directory's line comes before its entries'), so only an earlier `d` line counts.
+void mark_carried_children(Manifest& manifest) {
+  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return;
+  CarriedDirs carried;
+  for (ManifestEntry& entry : manifest.entries) {
+    if (entry.type == 'D' && entry.carried) {  // a `d` line
+      carried.add(entry.path);
+      continue;
+    }
+    std::size_t slash = entry.path.rfind('/');
+    if (carried.dirs.empty() || slash == std::string::npos) continue;
     entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
   }
-  return "";
 }
 
 // One number of an entry line, and the space after it, taken from the front of `rest`: the
@@ -298,7 +310,8 @@ bool take_number(std::string_view& rest, T& value, int base = 10) {
 }
 
 // An entry: "<type> <mode> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <escaped path>".
-std::string parse_entry_line(std::string_view line, Manifest& manifest, CarriedDirs& carried) {
+std::string parse_entry_line(std::string_view line, const Manifest& manifest,
+                             std::vector<ManifestEntry>& out) {
   auto too_few = [&](std::string_view rest) {
     return rest.find(' ') == std::string_view::npos ? "too few fields" : "bad number";
   };
@@ -328,9 +341,74 @@ std::string parse_entry_line(std::string_view line, Manifest& manifest, CarriedD
   if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {
     return "path " + entry.path + " leaves the venv";
   }
-  if (std::string wrong = mark_carried(entry, manifest, carried); !wrong.empty()) return wrong;
-  manifest.entries.push_back(std::move(entry));
+  if (std::string wrong = read_carried_dir(entry, manifest); !wrong.empty()) return wrong;
+  out.push_back(std::move(entry));
   return "";
+}
+
+// Entry lines read apart: what they hold, or the first bad one (its index among them, 0-based).
+struct EntryLines {
+  std::size_t bad_line = 0;
+  std::string wrong;
+};
+
+// Reads the entry lines of `text` (whole lines; empty ones skipped) into `out`, up to the first
+// bad one.
+EntryLines parse_entry_lines(std::string_view text, const Manifest& manifest,
+                             std::vector<ManifestEntry>& out) {
+  EntryLines result;
+  for (std::size_t at = 0, index = 0; at < text.size(); ++index) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.empty()) continue;
+    result.wrong = parse_entry_line(line, manifest, out);
+    if (!result.wrong.empty()) {
+      result.bad_line = index;
+      return result;
+    }
+  }
+  return result;
+}
+
+// From this many bytes of entries on (about 9,000 entries), the second half is read on a second
+// thread: a 30,000-file venv's manifest is read by every later snapshot and every rollback.
+constexpr std::size_t k_two_part_entries = std::size_t{1} << 20;
+
+// The entry lines, `text`, starting at line `first_line` of `source`, into manifest.entries.
+Status parse_entries(std::string_view text, std::size_t first_line, std::string_view source,
+                     Manifest& manifest) {
+  reserve_entries(manifest, static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+  std::size_t split = text.size();
+  if (text.size() >= k_two_part_entries && std::thread::hardware_concurrency() > 1) {
+    split = text.find('\n', text.size() / 2);
+    split = split == std::string_view::npos ? text.size() : split + 1;
+  }
+  const std::string_view first = text.substr(0, split);
+  const std::string_view second = text.substr(split);
+  std::vector<ManifestEntry> second_entries;
+  EntryLines parts[2];
+  if (!second.empty()) {
+    reserve_entries_of(second_entries,
+                       static_cast<std::size_t>(std::count(second.begin(), second.end(), '\n')));
+  }
+  // Each part into its own vector (the first into the manifest's): no job touches another's.
+  VENVFIX_TRY(run_parallel(second.empty() ? 1 : 2, 2, [&](std::size_t part, const JobContext&) {
+    parts[part] = part == 0 ? parse_entry_lines(first, manifest, manifest.entries)
+                            : parse_entry_lines(second, manifest, second_entries);
+    return ok();
+  }));
+  for (std::size_t part = 0; part < 2; ++part) {
+    if (parts[part].wrong.empty()) continue;
+    std::size_t line = first_line + parts[part].bad_line;
+    if (part == 1) line += static_cast<std::size_t>(std::count(first.begin(), first.end(), '\n'));
+    return make_error(ExitCode::error, "{}, line {}: {}", source, line, parts[part].wrong);
+  }
+  manifest.entries.insert(manifest.entries.end(), std::make_move_iterator(second_entries.begin()),
+                          std::make_move_iterator(second_entries.end()));
+  mark_carried_children(manifest);
+  return ok();
 }
 
 }  // namespace
@@ -341,12 +419,10 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
     return make_error(ExitCode::error, "{}, line {}: {}", source, line_number, what);
   };
   Manifest manifest;
-  reserve_entries(manifest, static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
-  CarriedDirs carried;
   bool in_entries = false;
   bool have_kind = false;
   std::size_t at = 0;
-  while (at < text.size()) {
+  while (at < text.size() && !in_entries) {
     std::size_t end = text.find('\n', at);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(at, end - at);
@@ -355,11 +431,9 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
     std::string wrong;
     if (line_number == 1) {
       wrong = parse_format_line(line, manifest);
-    } else if (!in_entries) {
+    } else {
       in_entries = line == "entries";
       if (!in_entries) wrong = parse_header_line(line, manifest, have_kind);
-    } else if (!line.empty()) {
-      wrong = parse_entry_line(line, manifest, carried);
     }
     if (!wrong.empty()) return bad(wrong);
   }
@@ -369,6 +443,9 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
   if (manifest.method != "reflink" && manifest.method != "hardlink" &&
       manifest.method != "rename") {
     return bad("unknown method " + manifest.method);
+  }
+  if (at < text.size()) {
+    VENVFIX_TRY(parse_entries(text.substr(at), line_number + 1, source, manifest));
   }
   return manifest;
 }

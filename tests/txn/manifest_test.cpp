@@ -152,5 +152,64 @@ TEST(TxnManifest, EveryMalformedEntryLineIsRefusedNamingItsLine) {
   EXPECT_THAT(transaction.error().message, HasSubstr("t, line 7: unknown entry type"));
 }
 
+// A manifest over 1 MiB of entries is read in two halves on two threads: the same entries, the
+// same carried marks across the split, and a bad line named by its line in the file, the
+// earlier one where both halves have one.
+TEST(TxnManifest, ALargeManifestReadsTheSameInTwoHalves) {
+  Manifest m = tree_manifest();
+  for (std::uint64_t d = 0; d < 400; ++d) {
+    const std::string dir = fmt::format("lib/python3.12/site-packages/pkg{}", d);
+    m.entries.push_back(dir_entry(dir, d % 2 == 0));  // every other one carried over
+    for (std::uint64_t f = 0; f < 30; ++f) {
+      m.entries.push_back(file_entry(fmt::format("{}/module_number_{}.py", dir, f), d * 100 + f));
+    }
+  }
+  // Written after its parent's subtree, as a walk writes a directory's later entries: its
+  // parent's `d` line is in the first half, it is in the second.
+  m.entries.push_back(file_entry("lib/python3.12/site-packages/pkg0/late.py", 99999));
+  const std::string text = manifest_text(m);
+  ASSERT_GT(text.size(), std::size_t{1} << 20) << "too small to be read in two halves";
+  Result<Manifest> back = parse_manifest(text, "m");
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->entries.size(), m.entries.size());
+  for (std::size_t i = 0; i < m.entries.size(); ++i) {
+    ASSERT_EQ(back->entries[i].path, m.entries[i].path) << i;
+    ASSERT_EQ(back->entries[i].ino, m.entries[i].ino) << i;
+    // Every file is in a pkgN directory, and the even ones were written `d`.
+    const std::string& path = m.entries[i].path;
+    const std::size_t number_at = path.find("/pkg") + 4;
+    const bool in_carried_dir =
+        m.entries[i].type == 'F' &&
+        std::stoul(path.substr(number_at)) % 2 == 0;  // stoul stops at the '/'
+    ASSERT_EQ(back->entries[i].carried, m.entries[i].carried || in_carried_dir) << i;
+  }
+  EXPECT_TRUE(back->entries.back().carried) << "pkg0/late.py: its parent was written `d`";
+  EXPECT_EQ(manifest_text(*back), text);
+
+  // Bad lines: one near the end (second half), then one near the start too (first half wins).
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = text.find('\n', at);
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  auto joined = [](const std::vector<std::string>& all) {
+    std::string out;
+    for (const std::string& line : all) out += line + "\n";
+    return out;
+  };
+  const std::size_t late = lines.size() - 5;
+  const std::size_t early = 20;
+  lines[late] = "F 644 10x 1 2 1 3 4 lib/a.py";
+  Result<Manifest> second_half = parse_manifest(joined(lines), "m");
+  ASSERT_FALSE(second_half);
+  EXPECT_THAT(second_half.error().message,
+              HasSubstr(fmt::format("m, line {}: bad number", late + 1)));
+  lines[early] = "F 644 10 1 2 1 3 4 ../escape";
+  Result<Manifest> both = parse_manifest(joined(lines), "m");
+  ASSERT_FALSE(both);
+  EXPECT_THAT(both.error().message, HasSubstr(fmt::format("m, line {}: path", early + 1)));
+}
+
 }  // namespace
 }  // namespace venvfix::txn
