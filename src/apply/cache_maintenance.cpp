@@ -56,10 +56,6 @@ std::uint64_t disk_bytes(const struct stat& st) {
   return static_cast<std::uint64_t>(st.st_blocks) * 512;
 }
 
-bool is_sha256_hex(const std::string& name) {
-  return static_cast<bool>(sha256_from_hex(name));
-}
-
 // Calls `visit` for every regular file under `dir` (symlinks not followed).
 template <typename Visit>
 void for_each_file(const fs::path& dir, Visit&& visit) {
@@ -90,11 +86,16 @@ struct InodeUse {
   std::size_t first_part = 0;
 };
 
-// The parts of usage, each with the directories its files are in; `items` counted apart.
+// What one item of a part is: each regular file under its directories, each of its directories
+// (an unpacked wheel), or each entry directly in them (a temporary file or directory).
+enum class ItemIs { file, directory, child };
+
+// The parts of usage, each with the directories its files are in.
 struct PartSpec {
   std::string name;
   fs::path path;
   std::vector<fs::path> dirs;
+  ItemIs item = ItemIs::file;
 };
 
 std::vector<PartSpec> part_specs(const fs::path& root) {
@@ -105,23 +106,22 @@ std::vector<PartSpec> part_specs(const fs::path& root) {
     if (child != unpacked_tmp) entries.push_back(child);
   }
   return {{"wheels", root / layout::wheels, {root / layout::wheels}},
-          {"unpacked", unpacked, entries},
+          {"unpacked", unpacked, entries, ItemIs::directory},
           {"pages", root / layout::pages, {root / layout::pages}},
           {"url-hashes", root / layout::urls, {root / layout::urls}},
           {"load-verdicts", root / layout::load_verdicts, {root / layout::load_verdicts}},
-          {"temporary", root / layout::temporary, {root / layout::temporary, unpacked_tmp}}};
+          {"temporary",
+           root / layout::temporary,
+           {root / layout::temporary, unpacked_tmp},
+           ItemIs::child}};
 }
 
-std::uint64_t count_items(const PartSpec& spec) {
+// Its items, given how many regular files the walk of its directories found.
+std::uint64_t count_items(const PartSpec& spec, std::uint64_t files) {
+  if (spec.item == ItemIs::directory) return spec.dirs.size();
+  if (spec.item == ItemIs::file) return files;
   std::uint64_t items = 0;
-  if (spec.name == "unpacked") return spec.dirs.size();
-  if (spec.name == "temporary") {
-    for (const fs::path& dir : spec.dirs) items += children(dir).size();
-    return items;
-  }
-  for (const fs::path& dir : spec.dirs) {
-    for_each_file(dir, [&](const fs::path&, const struct stat&) { ++items; });
-  }
+  for (const fs::path& dir : spec.dirs) items += children(dir).size();
   return items;
 }
 
@@ -274,9 +274,11 @@ CacheUsage cache_usage(const fs::path& root) {
   usage.root = root;
   const std::vector<PartSpec> specs = part_specs(root);
   std::map<Inode, InodeUse> inodes;
+  std::vector<std::uint64_t> files(specs.size(), 0);  // regular files walked, per part
   for (std::size_t part = 0; part < specs.size(); ++part) {
     for (const fs::path& dir : specs[part].dirs) {
       for_each_file(dir, [&](const fs::path&, const struct stat& st) {
+        ++files[part];
         auto [it, added] = inodes.try_emplace({st.st_dev, st.st_ino});
         if (added) {
           it->second = {disk_bytes(st), static_cast<std::uint64_t>(st.st_nlink), 0, part};
@@ -285,8 +287,9 @@ CacheUsage cache_usage(const fs::path& root) {
       });
     }
   }
-  for (const PartSpec& spec : specs) {
-    usage.parts.push_back({spec.name, spec.path, count_items(spec), 0, 0});
+  for (std::size_t part = 0; part < specs.size(); ++part) {
+    usage.parts.push_back(
+        {specs[part].name, specs[part].path, count_items(specs[part], files[part]), 0, 0});
   }
   for (const auto& [inode, use] : inodes) {
     CachePartUsage& part = usage.parts[use.first_part];

@@ -159,6 +159,10 @@ Result<Sha256Digest> sha256_from_hex(std::string_view hex) {
   return digest;
 }
 
+bool is_sha256_hex(std::string_view text) {
+  return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 Result<Sha256Digest> sha256_from_base64url(std::string_view text) {
   while (!text.empty() && text.back() == '=') text.remove_suffix(1);
   if (text.size() != 43) {

@@ -19,14 +19,6 @@ namespace venvfix::fetch {
 
 namespace {
 
-bool is_hex_digest(std::string_view text) {
-  if (text.size() != 64) return false;
-  for (char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 Status make_directories(const fs::path& dir) {
   std::error_code error;
   fs::create_directories(dir, error);
@@ -67,7 +59,7 @@ fs::path DownloadCache::blob_path(std::string_view sha256_hex) const {
 
 std::optional<fs::path> DownloadCache::find(std::string_view sha256_hex) const {
   std::string hex = to_lower_ascii(sha256_hex);
-  if (!is_hex_digest(hex) || m_root.empty()) return std::nullopt;
+  if (!is_sha256_hex(hex) || m_root.empty()) return std::nullopt;
   fs::path path = blob_path(hex);
   std::error_code error;
   if (!fs::is_regular_file(path, error)) return std::nullopt;
@@ -85,7 +77,7 @@ std::optional<std::string> DownloadCache::hash_for_url(std::string_view url) con
   Result<std::string> text = read_file(record, 4096);
   if (!text) return std::nullopt;
   std::string hex(trim(*text));
-  if (!is_hex_digest(hex)) return std::nullopt;
+  if (!is_sha256_hex(hex)) return std::nullopt;
   return hex;
 }
 

@@ -87,7 +87,6 @@ struct Walker {
   // A directory: its entry, with the identity of the opened directory taken before it is read (a
   // change after that changes its ctime, so the next walk reads it again), then its contents.
   Status enter(int parent, const char* name, const std::string& rel) {
-    if (carry_unopened(parent, name, rel)) return ok();
     int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return error_at(rel, "open directory", errno);
     Fd owned(fd);
@@ -112,30 +111,6 @@ struct Walker {
     });
     if (error != 0) return error_at(rel_dir, "read directory", error);
     return status;
-  }
-
-  // A directory that the last walk recorded without subdirectories, unchanged since, in a walk
-  // whose store still holds every file of the last one: all its entries are copied, so it is not
-  // even opened (one fstatat instead of an open, a fstat and a close: most of a venv's
-  // directories are such leaves). False when it must be entered.
-  bool carry_unopened(int parent, const char* name, const std::string& rel) {
-    if (base == nullptr || !base_links_held) return false;
-    const std::vector<std::uint32_t>& children = base->children(rel);
-    for (std::uint32_t index : children) {
-      if (base->entry(index).type == 'D') return false;
-    }
-    struct stat st {};
-    if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-        !base->unchanged(rel, st)) {
-      return false;  // entered: opened, and read or refused there
-    }
-    ManifestEntry entry = entry_from_stat('D', st, rel);
-    entry.size = 0;
-    entry.carried = true;
-    manifest.entries.push_back(std::move(entry));
-    ++carried;
-    for (std::uint32_t index : children) manifest.entries.push_back(base->entry(index));
-    return true;
   }
 
   // The entries the last walk recorded in an unchanged directory: files and symlinks copied, each

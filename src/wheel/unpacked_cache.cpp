@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
 
 namespace venvfix::wheel {
@@ -19,10 +20,6 @@ namespace venvfix::wheel {
 namespace {
 
 constexpr std::string_view k_header = "venvfix-unpacked/1";
-
-bool is_sha256_hex(std::string_view text) {
-  return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
-}
 
 // The identity of a regular file (lstat: a symlink is not one); nullopt for anything else.
 std::optional<FileIdentity> regular_file_identity(const fs::path& path) {

@@ -46,6 +46,8 @@ std::string to_hex(std::span<const std::uint8_t> bytes);
 std::string to_base64url_nopad(std::span<const std::uint8_t> bytes);
 // Parses either encoding back; nullopt-like failure as an Error naming the text.
 Result<Sha256Digest> sha256_from_hex(std::string_view hex);
+// Whether `text` is a sha256 as the caches name their files: 64 lowercase hex digits.
+bool is_sha256_hex(std::string_view text);
 Result<Sha256Digest> sha256_from_base64url(std::string_view text);
 
 }  // namespace venvfix
