@@ -68,11 +68,12 @@ std::vector<std::string> judge(const verify::Analysis& before, const verify::Ana
 
 // Whether the command left the venv exactly as the snapshot recorded it: every path, type, inode,
 // size, mtime, mode and symlink target (txn::diff_snapshot; a failed comparison counts as a
-// change). Then the analysis after would read the same bytes as the analysis before, and rolling
-// back would move nothing: a command that changed nothing broke nothing. Only where the snapshot
-// covers every site-packages directory the analysis reads: a base prefix a venv sees
-// (include-system-site-packages) or a system dist-packages outside the prefix is not in it.
-bool left_unchanged(const env::Venv& venv, const std::string& snapshot) {
+// change), against the manifest as it was written (no re-read). Then the analysis after would read
+// the same bytes as the analysis before, and rolling back would move nothing: a command that
+// changed nothing broke nothing. Only where the snapshot covers every site-packages directory the
+// analysis reads: a base prefix a venv sees (include-system-site-packages) or a system
+// dist-packages outside the prefix is not in it.
+bool left_unchanged(const env::Venv& venv, const txn::TakenSnapshot& snapshot) {
   const bool covered =
       std::all_of(venv.site_packages.begin(), venv.site_packages.end(), [&](const fs::path& site) {
         const fs::path relative = site.lexically_normal().lexically_relative(venv.root);
@@ -93,26 +94,26 @@ std::string listed(const std::vector<std::string>& lines) {
 // lock keeps other venvfix processes out, and the command has not started). The analysis
 // stats the files only once the snapshot is made: its new store links change ctimes, which
 // key the hash cache, so the analysis after the command reuses the hashes made here.
-Result<std::pair<txn::SnapshotInfo, verify::Analysis>> snapshot_and_analyze(
+Result<std::pair<txn::TakenSnapshot, verify::Analysis>> snapshot_and_analyze(
     const env::Venv& venv, const txn::VenvLock& lock, const std::string& what,
     const manifest::Manifests& manifests, const elf::SystemView& system, verify::Options options) {
   std::promise<void> snapshot_made;
   options.stat_files_after = snapshot_made.get_future().share();
-  std::future<Result<txn::SnapshotInfo>> snapshot = std::async(std::launch::async, [&] {
+  std::future<Result<txn::TakenSnapshot>> snapshot = std::async(std::launch::async, [&] {
     // Set on every way out, or the analysis would wait for ever.
     struct SetOnExit {
       std::promise<void>& promise;
       ~SetOnExit() { promise.set_value(); }
     } made{snapshot_made};
-    return txn::create_snapshot(venv, lock, "run: " + what);
+    return txn::take_snapshot(venv, lock, "run: " + what);
   });
   auto before = verify::analyze(venv, manifests, system, options);
-  VENVFIX_TRY_ASSIGN(txn::SnapshotInfo info, snapshot.get());
+  VENVFIX_TRY_ASSIGN(txn::TakenSnapshot taken, snapshot.get());
   if (!before) {
-    (void)txn::delete_snapshot(venv, lock, info.id);
+    (void)txn::delete_snapshot(venv, lock, taken.info.id);
     return std::move(before).error();
   }
-  return std::pair{std::move(info), std::move(*before)};
+  return std::pair{std::move(taken), std::move(*before)};
 }
 
 }  // namespace
@@ -127,11 +128,12 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   analysis_options.targets = options.targets;
   VENVFIX_TRY_ASSIGN(auto snapshot_and_before,
                      snapshot_and_analyze(venv, lock, what, manifests, system, analysis_options));
-  auto& [snapshot, before] = snapshot_and_before;
+  auto& [taken, before] = snapshot_and_before;
+  const txn::SnapshotInfo& snapshot = taken.info;
   RunOutcome outcome;
   VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
   const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
-  if (left_unchanged(venv, snapshot.id)) {
+  if (left_unchanged(venv, taken)) {
     spdlog::debug("`{}` changed nothing in the venv: no analysis after it", what);
     outcome.targets = before.target_names();
     // Its store links are those of files still in the venv: they cost no space, and the next

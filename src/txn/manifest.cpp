@@ -282,22 +282,6 @@ std::string read_carried_dir(ManifestEntry& entry, const Manifest& manifest) {
   return "";
 }
 
-// An entry directly in a `d` directory is carried too. In file order, as written (walk order: a
-// directory's line comes before its entries'), so only an earlier `d` line counts.
-void mark_carried_children(Manifest& manifest) {
-  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return;
-  CarriedDirs carried;
-  for (ManifestEntry& entry : manifest.entries) {
-    if (entry.type == 'D' && entry.carried) {  // a `d` line
-      carried.add(entry.path);
-      continue;
-    }
-    std::size_t slash = entry.path.rfind('/');
-    if (carried.dirs.empty() || slash == std::string::npos) continue;
-    entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
-  }
-}
-
 // One number of an entry line, and the space after it, taken from the front of `rest`: the
 // fields are scanned once, not split first (30,000 lines of eight fields).
 template <typename T>
@@ -412,6 +396,22 @@ Status parse_entries(std::string_view text, std::size_t first_line, std::string_
 }
 
 }  // namespace
+
+// An entry directly in a `d` directory is carried too. In file order, as written (walk order: a
+// directory's line comes before its entries'), so only an earlier `d` line counts.
+void mark_carried_children(Manifest& manifest) {
+  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return;
+  CarriedDirs carried;
+  for (ManifestEntry& entry : manifest.entries) {
+    if (entry.type == 'D' && entry.carried) {  // a `d` line
+      carried.add(entry.path);
+      continue;
+    }
+    std::size_t slash = entry.path.rfind('/');
+    if (carried.dirs.empty() || slash == std::string::npos) continue;
+    entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
+  }
+}
 
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source) {
   std::size_t line_number = 0;

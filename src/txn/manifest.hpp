@@ -92,6 +92,10 @@ void reserve_entries(Manifest& manifest, std::size_t count);
 void reserve_entries_of(std::vector<ManifestEntry>& entries, std::size_t count);
 
 std::string manifest_text(const Manifest& manifest);
+// Version 3 tree snapshots: marks every entry directly in a carried (`d`) directory as carried,
+// as parse_manifest does once all entries are read; a writer calls it to hold what a reader of
+// its text would.
+void mark_carried_children(Manifest& manifest);
 // Entries over 1 MiB are read in two halves on two threads (a 30,000-file venv's manifest is read
 // by every later snapshot and every rollback); errors name `source` and the line.
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source);

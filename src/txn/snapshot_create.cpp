@@ -176,8 +176,8 @@ fs::path snapshots_dir(const env::Venv& venv) {
   return venv.state_dir() / "snapshots";
 }
 
-Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,
-                                     std::string reason) {
+Result<TakenSnapshot> take_snapshot(const env::Venv& venv, const VenvLock& lock,
+                                    std::string reason) {
   if (lock.venv_root() != venv.root) {
     return make_error(ExitCode::error, "internal error: the lock held is for {}, not {}",
                       lock.venv_root().string(), venv.root.string());
@@ -216,7 +216,16 @@ Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock
       info.id, info.files, info.bytes, info.linked, info.dirs_listed, info.dirs_carried,
       info.store_read ? "read" : "not read (it holds every file of the last walk)",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  return info;
+  // What a reader of the manifest's text would hold: the entries of carried directories marked.
+  mark_carried_children(walker.manifest);
+  return TakenSnapshot{std::move(info),
+                       std::make_shared<const Manifest>(std::move(walker.manifest))};
+}
+
+Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,
+                                     std::string reason) {
+  VENVFIX_TRY_ASSIGN(TakenSnapshot taken, take_snapshot(venv, lock, std::move(reason)));
+  return std::move(taken.info);
 }
 
 }  // namespace venvfix::txn

@@ -125,9 +125,10 @@ Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const Ve
   return deleted;
 }
 
-Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id) {
-  VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
-  VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
+namespace {
+
+// The delta as what restoring would add back, take out and put back.
+SnapshotDiff diff_of(const StateDelta& delta) {
   SnapshotDiff diff;
   diff.added = delta.added_files;
   diff.added.insert(diff.added.end(), delta.added_dirs.begin(), delta.added_dirs.end());
@@ -141,6 +142,19 @@ Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id)
   std::sort(diff.added.begin(), diff.added.end());
   std::sort(diff.removed.begin(), diff.removed.end());
   return diff;
+}
+
+}  // namespace
+
+Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id) {
+  VENVFIX_TRY_ASSIGN(Manifest manifest, load_manifest(venv, id));
+  VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, manifest));
+  return diff_of(delta);
+}
+
+Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const TakenSnapshot& snapshot) {
+  VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, *snapshot.manifest));
+  return diff_of(delta);
 }
 
 }  // namespace venvfix::txn

@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "txn/manifest.hpp"
 #include "txn/snapshot_state.hpp"
 #include "txn/txn_test_support.hpp"
 #include "venvfix/txn/lock.hpp"
@@ -340,6 +341,53 @@ TEST_F(TxnSnapshotStore, InPlaceChangesACarriedOverSnapshotCannotPlaceAreRefused
   EXPECT_NE(message.find((site() / "pkg/__init__.py").string()), std::string::npos) << message;
   EXPECT_NE(message.find("nothing was changed"), std::string::npos) << message;
   EXPECT_EQ(fingerprint(m_venv), print) << "a refused restore changed the venv";
+}
+
+// `run` compares the venv with the snapshot it just took from the manifest still in memory. That
+// manifest must be what a reader of its text gets, the carried marks included: below a carried
+// (`d`) directory the last walk's entries were not carried (it listed every directory), and a file
+// the store lost since is stat'ed afresh, yet a reader marks both carried. And the comparison must
+// name the same differences either way.
+TEST_F(TxnSnapshotStore, ATakenSnapshotHoldsWhatItsManifestReadsBack) {
+  settle();
+  SnapshotInfo first = snapshot("first");
+  ASSERT_TRUE(delete_snapshot(m_venv, *m_lock, first.id));  // the next walk links every file again
+  replace("pkg/__init__.py", "x = 2\n");
+  settle();
+  auto taken = take_snapshot(m_venv, *m_lock, "taken");
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_EQ(taken->info.dirs_listed, 2u) << "the root and pkg/";
+  auto read = load_manifest(m_venv, taken->info.id);
+  ASSERT_TRUE(read) << read.error().message;
+  const Manifest& held = *taken->manifest;
+  EXPECT_EQ(held.id, read->id);
+  EXPECT_EQ(held.format, read->format);
+  EXPECT_EQ(held.walked_ns, read->walked_ns);
+  ASSERT_EQ(held.entries.size(), read->entries.size());
+  std::size_t carried = 0;
+  for (std::size_t i = 0; i < held.entries.size(); ++i) {
+    const ManifestEntry& a = held.entries[i];
+    const ManifestEntry& b = read->entries[i];
+    EXPECT_EQ(std::tie(a.type, a.mode, a.size, a.dev, a.ino, a.nlink, a.mtime_ns, a.ctime_ns,
+                       a.path, a.target, a.carried),
+              std::tie(b.type, b.mode, b.size, b.dev, b.ino, b.nlink, b.mtime_ns, b.ctime_ns,
+                       b.path, b.target, b.carried))
+        << "entry " << i << ": " << a.path;
+    if (a.type != 'D' && b.carried) ++carried;
+  }
+  EXPECT_GE(carried, 4u) << "files below carried directories";
+  // After a change in place, a replacement and a new file, both comparisons say the same.
+  write_text(site() / "other/mod.py", "y = 3  # edited in place\n");
+  replace("pkg/lib/libpkg.so.1", "new bytes");
+  write_text(site() / "newpkg/x.py", "new\n");
+  auto from_memory = diff_snapshot(m_venv, *taken);
+  auto from_disk = diff_snapshot(m_venv, taken->info.id);
+  ASSERT_TRUE(from_memory && from_disk);
+  EXPECT_EQ(from_memory->added, from_disk->added);
+  EXPECT_EQ(from_memory->removed, from_disk->removed);
+  EXPECT_EQ(from_memory->changed, from_disk->changed);
+  EXPECT_EQ(from_memory->changed.size(), 2u);
+  EXPECT_EQ(from_memory->added.size(), 2u) << "newpkg/ and newpkg/x.py";
 }
 
 }  // namespace

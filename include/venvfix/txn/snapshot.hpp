@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,12 +52,25 @@ struct SnapshotInfo {
 
 fs::path snapshots_dir(const env::Venv& venv);
 
+struct Manifest;  // txn's own (src/txn/manifest.hpp)
+
+// A tree snapshot this process just made, with its manifest as written still in memory: comparing
+// the venv with it (diff_snapshot below) reads no manifest. `run` compares right after its
+// command, and a 30,000-file venv's manifest takes longer to parse than the comparison's stats.
+struct TakenSnapshot {
+  SnapshotInfo info;
+  std::shared_ptr<const Manifest> manifest;  // never null
+};
+
 // A whole-venv snapshot (everything except .venvfix/). Costs no copy of file data: a hard link
 // per file the store does not hold yet, and a stat per path in each directory that changed since
 // the last walk (a directory whose identity did not change is not read: its entries are carried
 // over, snapshots/README.md "Format 3"), one per directory otherwise.
 Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,
                                      std::string reason);
+// create_snapshot, keeping the manifest it wrote.
+Result<TakenSnapshot> take_snapshot(const env::Venv& venv, const VenvLock& lock,
+                                    std::string reason);
 
 // Every readable snapshot, oldest first. Unreadable ones are skipped with a warning.
 Result<std::vector<SnapshotInfo>> list_snapshots(const env::Venv& venv);
@@ -93,5 +107,7 @@ struct SnapshotDiff {
   std::vector<std::string> changed;  // in both, different file
 };
 Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id);
+// The same against a snapshot this process took, from its manifest in memory.
+Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const TakenSnapshot& snapshot);
 
 }  // namespace venvfix::txn
