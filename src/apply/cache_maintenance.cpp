@@ -20,6 +20,7 @@
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/fetch/cache_layout.hpp"
+#include "venvfix/fetch/cache_lock.hpp"
 #include "venvfix/txn/journal.hpp"
 #include "venvfix/wheel/unpacked_cache.hpp"
 
@@ -300,6 +301,15 @@ CacheUsage cache_usage(const fs::path& root) {
 }
 
 Result<CachePruneReport> prune_cache(const fs::path& root, const CachePruneOptions& options) {
+  std::optional<fetch::CacheLock> lock;
+  std::error_code error;
+  if (!options.dry_run && fs::is_directory(root, error)) {
+    const auto wait = options.wait ? fetch::CacheLock::Wait::wait : fetch::CacheLock::Wait::fail;
+    VENVFIX_TRY_ASSIGN(
+        lock, fetch::CacheLock::acquire(root, fetch::CacheLock::Mode::exclusive, wait, [&] {
+          spdlog::info("waiting for the venvfix processes using {} to finish", root.string());
+        }));
+  }
   return Pruner(root, options).run();
 }
 

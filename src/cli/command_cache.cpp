@@ -16,6 +16,7 @@ namespace {
 struct PruneArgs {
   double unused_for_days = 30;
   bool dry_run = false;
+  bool wait = false;
 };
 
 Result<fs::path> cache_root(const GlobalOptions& options) {
@@ -54,6 +55,7 @@ Result<int> run_cache_prune(const GlobalOptions& options, const PruneArgs& args)
   apply::CachePruneOptions prune;
   prune.unused_for = std::chrono::seconds(std::llround(args.unused_for_days * 86400.0));
   prune.dry_run = args.dry_run;
+  prune.wait = args.wait;
   VENVFIX_TRY_ASSIGN(const apply::CachePruneReport report, apply::prune_cache(root, prune));
   if (options.json) {
     std::cout << apply::prune_report_json(report).dump(2) << "\n";
@@ -86,10 +88,13 @@ void add_cache_command(CLI::App& app, CommandContext& context) {
       ->check(non_negative_number())
       ->capture_default_str();
   prune->add_flag("--dry-run", args->dry_run, "Say what would go; remove nothing");
+  prune->add_flag("--wait", args->wait,
+                  "Wait for the venvfix processes using the cache instead of exiting 6");
   prune->footer(
       "An unpacked wheel's last use is the last apply that installed from it; a downloaded "
       "wheel's, its download (kept while an unpacked wheel links it). Exit codes: 0 done, 1 a "
-      "file could not be removed, 2 bad usage.");
+      "file could not be removed, 2 bad usage, 6 the cache is in use by another venvfix (an "
+      "apply, plan or fetch; --wait waits for it).");
   prune->callback([&context, args] {
     context.run = [&context, args] { return run_cache_prune(context.options, *args); };
   });

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -18,6 +19,7 @@
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/fetch/cache.hpp"
+#include "venvfix/fetch/cache_lock.hpp"
 
 namespace venvfix::fetch {
 
@@ -29,6 +31,7 @@ struct Downloader::Impl {
   FetchConfig config;
   DownloadCache cache;
   detail::CurlSession session;
+  std::optional<CacheLock> cache_lock;  // shared, for the Downloader's life
 };
 
 namespace {
@@ -82,8 +85,29 @@ Result<DownloadResult> finish_download(const DownloadCache& cache, const Downloa
 
 }  // namespace
 
+namespace {
+
+// The cache's shared lock (cache_lock.hpp), waiting while `cache prune` holds it. A cache that
+// cannot be locked (a read-only one) is used without: nothing can prune it either.
+std::optional<CacheLock> lock_cache(const fs::path& cache_dir) {
+  std::error_code ignored;
+  fs::create_directories(cache_dir, ignored);
+  auto lock = CacheLock::acquire(cache_dir, CacheLock::Mode::shared, CacheLock::Wait::wait, [&] {
+    spdlog::warn("waiting for `venvfix cache prune` to finish with {}", cache_dir.string());
+  });
+  if (!lock) {
+    spdlog::debug("{}; going on without the cache's lock", lock.error().message);
+    return std::nullopt;
+  }
+  return std::move(*lock);
+}
+
+}  // namespace
+
 Downloader::Downloader(const FetchConfig& config) : m_impl(std::make_unique<Impl>(config)) {
-  if (!config.cache_dir.empty()) m_impl->cache.remove_stale_temp_files(std::chrono::hours(24));
+  if (config.cache_dir.empty()) return;
+  m_impl->cache_lock = lock_cache(config.cache_dir);
+  m_impl->cache.remove_stale_temp_files(std::chrono::hours(24));
 }
 
 Downloader::~Downloader() = default;

@@ -7,15 +7,20 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+#include <fstream>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "plan/plan_test_support.hpp"
 #include "support/commands.hpp"
 #include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
+#include "venvfix/fetch/cache_lock.hpp"
 
 namespace venvfix {
 namespace {
@@ -28,13 +33,15 @@ class CacheCli : public venvfix::testing::ScratchTest {
  protected:
   CacheCli() : ScratchTest("venvfix-cache-cli-") {}
 
-  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args) {
-    return venvfix::testing::run_venvfix(
-        {.index_url = plan::testing::world_index_url(),
-         .cache_dir = path("cache"),
-         .options = {"-q", "--offline", "--find-links", wheelhouse()},
-         .hermetic = venvfix::testing::Hermetic::no},
-        venv, args);
+  CommandResult venvfix(const fs::path& venv, const std::vector<std::string>& args,
+                        bool quiet = true) {
+    std::vector<std::string> options = {"--offline", "--find-links", wheelhouse()};
+    if (quiet) options.insert(options.begin(), "-q");
+    return venvfix::testing::run_venvfix({.index_url = plan::testing::world_index_url(),
+                                          .cache_dir = path("cache"),
+                                          .options = options,
+                                          .hermetic = venvfix::testing::Hermetic::no},
+                                         venv, args);
   }
   static std::string wheelhouse() { return venvfix::testing::test_world().wheels_dir.string(); }
 
@@ -187,6 +194,96 @@ TEST_F(CacheCli, PruneRemovesWhatWasNotUsedAndAnInstallFromTheCacheCountsAsUse) 
   // The next apply unpacks its wheels again (new entries), and succeeds.
   apply_seed();
   EXPECT_EQ(unpacked_entries().size(), entries.size());
+}
+
+bool appears_within(const fs::path& file, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!fs::exists(file)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+template <typename T>
+bool still_running(const std::future<T>& running) {
+  return running.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
+}
+
+// Whether, within `limit`, a process blocks in flock(2) on `file`: /proc/locks lists such a
+// waiter as "N: -> FLOCK ADVISORY READ|WRITE <pid> <major>:<minor>:<inode> …".
+bool a_process_waits_for(const fs::path& file, std::chrono::seconds limit) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return false;
+  const std::string inode = ":" + std::to_string(st.st_ino) + " ";
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    std::ifstream locks("/proc/locks");
+    for (std::string line; std::getline(locks, line);) {
+      if (line.find(" -> FLOCK ") != std::string::npos && line.find(inode) != std::string::npos) {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Prune never removes what a running apply may install from: the apply holds the cache's lock
+// shared from its start to its end (here it pauses in its --verify-cmd, after staging from the
+// cache), prune needs it alone. Without --wait prune exits 6 naming the cache and removes nothing;
+// with --wait it waits for the apply, then removes what the apply used an instant before. An apply
+// started during a prune waits for it, saying so.
+TEST_F(CacheCli, PruneAndApplyNeverUseTheCacheAtTheSameTime) {
+  apply_seed();
+  const std::size_t entries = unpacked_entries().size();
+  ASSERT_GT(entries, 0u);
+  const fs::path started = path("started");
+  const fs::path release = path("release");
+  const std::string pause = "touch " + started.string() + "; i=0; while [ ! -e " +
+                            release.string() +
+                            " ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done";
+  auto applying = std::async(std::launch::async, [&] {
+    return venvfix(scenario("seed"), {"apply", "--yes", "--verify-cmd", pause});
+  });
+  ASSERT_TRUE(appears_within(started, std::chrono::seconds(120)));
+
+  const CommandResult refused = venvfix(path("no-venv"), {"cache", "prune", "--unused-for", "0"});
+  EXPECT_EQ(refused.exit_code, 6) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr(path("cache").string() + " is in use by another venvfix"));
+  EXPECT_THAT(refused.err, HasSubstr("--wait"));
+  EXPECT_EQ(unpacked_entries().size(), entries);
+
+  auto waiting = std::async(std::launch::async, [&] {
+    return venvfix(path("no-venv"), {"--json", "cache", "prune", "--unused-for", "0", "--wait"});
+  });
+  EXPECT_TRUE(a_process_waits_for(path("cache/lock"), std::chrono::seconds(120)));
+  EXPECT_TRUE(still_running(waiting)) << "prune went on while the apply used the cache";
+  EXPECT_EQ(unpacked_entries().size(), entries);
+  txn::testing::write_text(release, "");
+  const CommandResult applied = applying.get();
+  EXPECT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  const CommandResult pruned = waiting.get();
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_GE(json::parse(pruned.out, nullptr, false)["removed"].size(), entries) << pruned.out;
+  EXPECT_TRUE(unpacked_entries().empty());
+
+  // A prune holding the cache (this process, as `cache prune` does): an apply waits for it.
+  auto lock = fetch::CacheLock::acquire(path("cache"), fetch::CacheLock::Mode::exclusive,
+                                        fetch::CacheLock::Wait::fail);
+  ASSERT_TRUE(lock) << lock.error().message;
+  auto blocked = std::async(std::launch::async, [&] {
+    return venvfix(scenario("seed"), {"apply", "--yes"}, false);
+  });
+  EXPECT_TRUE(a_process_waits_for(path("cache/lock"), std::chrono::seconds(120)))
+      << "no apply waits for the cache";
+  EXPECT_TRUE(still_running(blocked)) << "an apply used the cache during a prune";
+  lock->release();
+  const CommandResult after = blocked.get();
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+  EXPECT_THAT(after.err, HasSubstr("waiting for `venvfix cache prune` to finish with " +
+                                   path("cache").string()));
+  EXPECT_EQ(unpacked_entries().size(), entries) << "the apply unpacked its wheels again";
 }
 
 // A downloaded wheel goes once it is as old and nothing links it: not while its entry stays, nor

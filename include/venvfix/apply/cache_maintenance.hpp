@@ -49,11 +49,12 @@ struct CacheUsage {
 CacheUsage cache_usage(const fs::path& root);
 
 struct CachePruneOptions {
-  // What was not used for this long goes (zero: everything not in use at this moment; an
-  // install that took an entry just before may then fail to link from it, leaving its venv
-  // unchanged).
+  // What was not used for this long goes (zero: everything not in use at this moment).
   std::chrono::seconds unused_for = std::chrono::hours(24 * 30);
   bool dry_run = false;  // report what would go; remove nothing
+  // While other venvfix processes use the cache (they hold its lock shared, fetch/cache_lock.hpp):
+  // wait for them, or fail with ExitCode::locked naming the cache.
+  bool wait = false;
 };
 
 struct PrunedItem {
@@ -73,8 +74,10 @@ struct CachePruneReport {
 
 // Removes, under `root`: temporary files and directories of writers that stopped (an hour old);
 // unpacked-wheel entries not used for `unused_for`; downloaded wheels as old that no entry links.
-// An entry is renamed out of place before its files are removed, so a concurrent install finds
-// it whole or not at all. Error (exit 1): a file the cache holds cannot be removed.
+// Holds the cache's lock exclusively (a dry run takes none), so no apply, plan or fetch is using
+// what it removes. An entry is renamed out of place before its files are removed, so that a prune
+// killed half way leaves no half entry. Errors: ExitCode::locked (the cache in use, no `wait`);
+// exit 1, a file the cache holds cannot be removed.
 Result<CachePruneReport> prune_cache(const fs::path& root, const CachePruneOptions& options);
 
 nlohmann::json cache_usage_json(const CacheUsage& usage);          // venvfix-cache/1

@@ -10,6 +10,7 @@
 //                                (wheel/unpacked_cache.hpp; its own writers' temporaries in tmp/)
 //   <cache>/load-verdicts-v1/    the load check's kept verdicts (apply/load_verdicts.hpp)
 //   <cache>/tmp/                 downloads in progress
+//   <cache>/lock                 shared by the cache's users, exclusive for prune (cache_lock.hpp)
 #pragma once
 
 #include <string_view>
@@ -23,5 +24,7 @@ inline constexpr std::string_view unpacked = "unpacked";
 inline constexpr std::string_view load_verdicts = "load-verdicts-v1";
 // Temporary files of writers: at the top (downloads) and in unpacked/ (entries being written).
 inline constexpr std::string_view temporary = "tmp";
+// The lock file (fetch/cache_lock.hpp).
+inline constexpr std::string_view lock = "lock";
 
 }  // namespace venvfix::fetch::cache_layout

@@ -1,0 +1,39 @@
+#include "venvfix/fetch/cache_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+
+#include <cerrno>
+
+#include "venvfix/fetch/cache_layout.hpp"
+
+namespace venvfix::fetch {
+
+Result<CacheLock> CacheLock::acquire(const std::filesystem::path& cache_dir, Mode mode, Wait wait,
+                                     const std::function<void()>& on_wait) {
+  const std::filesystem::path path = cache_dir / cache_layout::lock;
+  // O_CLOEXEC: a command the holder runs (a verify command, the venv's interpreter) must not
+  // keep the cache locked after the holder exits.
+  VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  const int operation = mode == Mode::shared ? LOCK_SH : LOCK_EX;
+  if (::flock(fd.get(), operation | LOCK_NB) == 0) return CacheLock(std::move(fd));
+  if (errno != EWOULDBLOCK) {
+    return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
+  }
+  if (wait == Wait::fail) {
+    return make_error(ExitCode::locked,
+                      "the cache {} is in use by another venvfix{}; try again when it has "
+                      "finished, or pass --wait",
+                      cache_dir.string(),
+                      mode == Mode::exclusive ? " (an apply, plan or fetch)" : " (cache prune)");
+  }
+  if (on_wait) on_wait();
+  while (::flock(fd.get(), operation) != 0) {
+    if (errno != EINTR) {
+      return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
+    }
+  }
+  return CacheLock(std::move(fd));
+}
+
+}  // namespace venvfix::fetch
