@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -14,7 +15,16 @@ Result<CacheLock> CacheLock::acquire(const std::filesystem::path& cache_dir, Mod
   const std::filesystem::path path = cache_dir / cache_layout::lock;
   // O_CLOEXEC: a command the holder runs (a verify command, the venv's interpreter) must not
   // keep the cache locked after the holder exits.
-  VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  int opened = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (opened < 0 && (errno == EACCES || errno == EROFS)) {
+    // A cache this user may only read (another user's, a read-only mount): flock needs no write
+    // access, so its readers still keep that user's prune out.
+    opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (opened < 0) {
+    return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
+  }
+  Fd fd(opened);
   const int operation = mode == Mode::shared ? LOCK_SH : LOCK_EX;
   if (::flock(fd.get(), operation | LOCK_NB) == 0) return CacheLock(std::move(fd));
   if (errno != EWOULDBLOCK) {

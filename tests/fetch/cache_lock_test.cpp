@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -98,6 +100,31 @@ TEST_F(FetchCacheLock, ACacheThatCannotBeLockedIsAnErrorNamingTheLockFile) {
   ASSERT_FALSE(missing);
   EXPECT_THAT(missing.error().message, HasSubstr(path("no-such-cache/lock").string()));
   EXPECT_FALSE(fs::exists(path("no-such-cache"))) << "the cache directory is not made";
+}
+
+// A user who may only read the cache (another user's: the lock file is not theirs to write)
+// still takes the shared lock, through a read-only descriptor: their apply keeps the owner's
+// prune out. Run as `nobody` in a child process.
+TEST_F(FetchCacheLock, AUserWhoMayOnlyReadTheCacheStillTakesItsSharedLock) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to become another user";
+  ASSERT_TRUE(take(CacheLock::Mode::shared));  // makes the lock file, root's
+  fs::permissions(path(""), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  fs::permissions(path("cache"), fs::perms::owner_all | fs::perms::group_exec |
+                                     fs::perms::others_exec | fs::perms::others_read);
+  fs::permissions(path("cache/lock"),
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const uid_t nobody = 65534;
+    if (::setgid(nobody) != 0 || ::setuid(nobody) != 0) ::_exit(3);
+    auto lock = CacheLock::acquire(path("cache"), CacheLock::Mode::shared, CacheLock::Wait::fail);
+    ::_exit(lock ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "nobody could not take the shared lock";
 }
 
 }  // namespace
