@@ -176,8 +176,12 @@ fs::path snapshots_dir(const env::Venv& venv) {
   return venv.state_dir() / "snapshots";
 }
 
-Result<TakenSnapshot> take_snapshot(const env::Venv& venv, const VenvLock& lock,
-                                    std::string reason) {
+namespace {
+
+// The walk, its store links and its manifest; the manifest also into `kept` when not null, with
+// the entries of carried directories marked as a reader of its text would mark them.
+Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, std::string reason,
+                                   Manifest* kept) {
   if (lock.venv_root() != venv.root) {
     return make_error(ExitCode::error, "internal error: the lock held is for {}, not {}",
                       lock.venv_root().string(), venv.root.string());
@@ -216,16 +220,26 @@ Result<TakenSnapshot> take_snapshot(const env::Venv& venv, const VenvLock& lock,
       info.id, info.files, info.bytes, info.linked, info.dirs_listed, info.dirs_carried,
       info.store_read ? "read" : "not read (it holds every file of the last walk)",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  // What a reader of the manifest's text would hold: the entries of carried directories marked.
-  mark_carried_children(walker.manifest);
-  return TakenSnapshot{std::move(info),
-                       std::make_shared<const Manifest>(std::move(walker.manifest))};
+  if (kept != nullptr) {
+    mark_carried_children(walker.manifest);
+    *kept = std::move(walker.manifest);
+  }
+  return info;
+}
+
+}  // namespace
+
+Result<TakenSnapshot> take_snapshot(const env::Venv& venv, const VenvLock& lock,
+                                    std::string reason) {
+  auto manifest = std::make_shared<Manifest>();
+  VENVFIX_TRY_ASSIGN(SnapshotInfo info,
+                     snapshot_venv(venv, lock, std::move(reason), manifest.get()));
+  return TakenSnapshot{std::move(info), std::move(manifest)};
 }
 
 Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,
                                      std::string reason) {
-  VENVFIX_TRY_ASSIGN(TakenSnapshot taken, take_snapshot(venv, lock, std::move(reason)));
-  return std::move(taken.info);
+  return snapshot_venv(venv, lock, std::move(reason), nullptr);
 }
 
 }  // namespace venvfix::txn
