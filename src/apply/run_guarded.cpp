@@ -25,15 +25,43 @@ std::string joined(const std::vector<std::string>& command) {
   return out;
 }
 
-// The probe after the command, when the venv was whole before it (else a failing import says
-// nothing about the command): its problems, one sentence each.
+// The probe after the command, started beside the analysis after it: it needs only the venv as
+// the command left it, and its statement comes from the targets, which a command rarely changes.
+// Only where the venv was whole before the command (else a failing import says nothing about the
+// command) and a statement is known.
+struct EarlyProbe {
+  std::string statement;
+  std::future<Result<verify::ProbeRun>> run;
+};
+
+std::optional<EarlyProbe> start_probe(const RunOptions& options, const verify::Analysis& before) {
+  if (!options.probe || !plan::breakage(before).empty()) return std::nullopt;
+  verify::ProbeOptions probe = *options.probe;
+  if (probe.statement.empty()) probe.statement = verify::default_probe_statement(before);
+  if (probe.statement.empty() || !verify::interpreter_runs_here(before.venv)) return std::nullopt;
+  spdlog::debug("probe `{}` started beside the analysis after the command", probe.statement);
+  EarlyProbe early{probe.statement, {}};
+  early.run = std::async(std::launch::async,
+                         [venv = before.venv, probe] { return verify::run_probe(venv, probe); });
+  return early;
+}
+
+// The probe's problems, one sentence each: the early run when the analysis after names the same
+// statement (the targets unchanged), else a run of the statement the analysis after names.
 std::vector<std::string> probe_breakage(const RunOptions& options, const verify::Analysis& after,
-                                        const manifest::Manifests& manifests) {
+                                        const manifest::Manifests& manifests,
+                                        std::optional<EarlyProbe>& early) {
   std::optional<verify::ProbeOptions> probe = options.probe;
   if (!probe) return {};
   if (probe->statement.empty()) probe->statement = verify::default_probe_statement(after);
+  const bool early_fits = early && early->statement == probe->statement;
+  if (early && !early_fits) {
+    spdlog::debug("the targets changed: the early probe `{}` is not used ({})", early->statement,
+                  probe->statement.empty() ? std::string("no probe")
+                                           : fmt::format("probe `{}`", probe->statement));
+  }
   if (probe->statement.empty() || !verify::interpreter_runs_here(after.venv)) return {};
-  auto run = verify::run_probe(after.venv, *probe);
+  auto run = early_fits ? early->run.get() : verify::run_probe(after.venv, *probe);
   if (!run) return {run.error().message};
   verify::ProbeResult result = verify::judge_probe(std::move(run).value(), after, manifests);
   std::vector<std::string> out;
@@ -56,13 +84,14 @@ Result<int> run_command(const std::vector<std::string>& argv) {
 
 // What the command broke: the new breaks, else (the venv whole before) the probe's problems.
 std::vector<std::string> judge(const verify::Analysis& before, const verify::Analysis& after,
-                               const manifest::Manifests& manifests, const RunOptions& options) {
+                               const manifest::Manifests& manifests, const RunOptions& options,
+                               std::optional<EarlyProbe>& early) {
   const std::vector<plan::Break> was = plan::breakage(before);
   std::vector<std::string> broke;
   for (const plan::Break& b : plan::new_breaks(was, plan::breakage(after))) {
     broke.push_back(b.message);
   }
-  if (broke.empty() && was.empty()) broke = probe_breakage(options, after, manifests);
+  if (broke.empty() && was.empty()) broke = probe_breakage(options, after, manifests, early);
   return broke;
 }
 
@@ -142,6 +171,7 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
     if (keep_snapshot) outcome.snapshot = snapshot.id;
     return outcome;
   }
+  std::optional<EarlyProbe> early = start_probe(options, before);
   auto after = verify::analyze(venv, manifests, system, analysis_options);
   if (!after) {
     return make_error(after.error().code,
@@ -150,7 +180,9 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                       what, after.error().message, snapshot.id, snapshot.id);
   }
   outcome.targets = after->target_names();
-  outcome.broke = judge(before, *after, manifests, options);
+  outcome.broke = judge(before, *after, manifests, options, early);
+  // A probe the judgement did not need still ends before anything moves in the venv.
+  if (early && early->run.valid()) early->run.wait();
   if (outcome.broke.empty() || options.on_break == OnBreak::keep) {
     if (outcome.broke.empty() && !keep_snapshot) {
       VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));

@@ -141,4 +141,28 @@ TEST_F(RunCli, CommandWritingAFileInPlaceIsStillJudged) {
 }
 
 }  // namespace
+// The probe starts beside the analysis after the command, with the statement the targets before
+// the command name (`import torch`). A command that changes the targets changes the statement:
+// here torch and the NVIDIA distributions are removed (files and dist-info, so nothing is left
+// broken), and the early `import torch` fails. That failure must not judge the command: after it,
+// nothing names torch as a target, so no probe runs and nothing is rolled back.
+TEST_F(RunCli, AnEarlyProbeOfATargetTheCommandRemovedIsNotUsed) {
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  const std::string script =
+      "import glob, os, shutil, sys\n"
+      "for pattern in ('torch', 'torch-*.dist-info', 'nvidia', 'nvidia_*.dist-info'):\n"
+      "    for d in glob.glob(os.path.join(sys.argv[1], pattern)): shutil.rmtree(d)\n";
+  auto result = venvfix_cli(m_venv, {"-v", "-v", "run", "--", (m_venv / "bin/python").string(),
+                                     "-c", script, venv->purelib.string()});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.err.find("probe `import torch` started beside the analysis after"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("the early probe `import torch` is not used (no probe)"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(fs::exists(venv->purelib / "torch")) << "rolled back";
+}
+
 }  // namespace venvfix::txn
