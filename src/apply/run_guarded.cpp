@@ -139,7 +139,7 @@ Result<std::pair<txn::TakenSnapshot, verify::Analysis>> snapshot_and_analyze(
   auto before = verify::analyze(venv, manifests, system, options);
   VENVFIX_TRY_ASSIGN(txn::TakenSnapshot taken, snapshot.get());
   if (!before) {
-    (void)txn::delete_snapshot(venv, lock, taken.info.id);
+    (void)txn::delete_taken_snapshot(venv, lock, taken);
     return std::move(before).error();
   }
   return std::pair{std::move(taken), std::move(*before)};
@@ -185,14 +185,14 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   if (early && early->run.valid()) early->run.wait();
   if (outcome.broke.empty() || options.on_break == OnBreak::keep) {
     if (outcome.broke.empty() && !keep_snapshot) {
-      VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));
+      VENVFIX_TRY(txn::delete_taken_snapshot(venv, lock, taken));
     } else {
       outcome.snapshot = snapshot.id;
     }
     return outcome;
   }
   VENVFIX_TRY(txn::rollback_to(venv, lock, snapshot.id));
-  if (!keep_snapshot) VENVFIX_TRY(txn::delete_snapshot(venv, lock, snapshot.id));
+  if (!keep_snapshot) VENVFIX_TRY(txn::delete_taken_snapshot(venv, lock, taken));
   return make_error(ExitCode::verify_failed,
                     "`{}` broke {}; the venv was rolled back to the state before it:{}", what,
                     outcome.targets, listed(outcome.broke));

@@ -34,9 +34,10 @@ struct Walker {
   const WalkBase* base = nullptr;  // the last walk, when there is one
   // The store still holds every file of the last walk (WalkBase::links_held): it was not read.
   bool base_links_held = false;
-  std::size_t linked = 0;   // links added to the store
-  std::size_t listed = 0;   // directories read (the root included)
-  std::size_t carried = 0;  // directories carried over from the last walk
+  std::size_t linked = 0;                     // links added to the store
+  std::vector<std::string>* added = nullptr;  // when not null: their names
+  std::size_t listed = 0;                     // directories read (the root included)
+  std::size_t carried = 0;                    // directories carried over from the last walk
   Manifest manifest;
 
   Error error_at(const std::string& rel, std::string_view what, int error_number) const {
@@ -48,8 +49,10 @@ struct Walker {
     ManifestEntry entry = entry_from_stat('F', st, rel);
     // Where the store was not read, a file it already holds fails with EEXIST.
     if (held.insert(store_id(entry)).second) {
-      if (::linkat(src_dir, name, store_fd, store_key(entry).c_str(), 0) == 0) {
+      std::string key = store_key(entry);
+      if (::linkat(src_dir, name, store_fd, key.c_str(), 0) == 0) {
         ++linked;
+        if (added != nullptr) added->push_back(std::move(key));
       } else if (errno != EEXIST) {
         return error_at(rel, "link it into the store", errno);
       }
@@ -178,10 +181,11 @@ fs::path snapshots_dir(const env::Venv& venv) {
 
 namespace {
 
-// The walk, its store links and its manifest; the manifest also into `kept` when not null, with
-// the entries of carried directories marked as a reader of its text would mark them.
+// The walk, its store links and its manifest; when `kept` is not null, the manifest also into it
+// (with the entries of carried directories marked as a reader of its text would mark them), and
+// the names of the links added.
 Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, std::string reason,
-                                   Manifest* kept) {
+                                   TakenSnapshot* kept) {
   if (lock.venv_root() != venv.root) {
     return make_error(ExitCode::error, "internal error: the lock held is for {}, not {}",
                       lock.venv_root().string(), venv.root.string());
@@ -191,6 +195,7 @@ Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, 
   VENVFIX_TRY(make_dir(store_dir(venv)));
   Walker walker;
   walker.root = venv.root;
+  if (kept != nullptr) walker.added = &kept->added_links;
   // The clock first: whatever changes from here on is newer than the walk (walk_base.hpp).
   VENVFIX_TRY_ASSIGN(walker.manifest.walked_ns, filesystem_now(venv));
   const std::unique_ptr<WalkBase> base = WalkBase::load(venv);
@@ -222,7 +227,7 @@ Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, 
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (kept != nullptr) {
     mark_carried_children(walker.manifest);
-    *kept = std::move(walker.manifest);
+    kept->manifest = std::make_shared<const Manifest>(std::move(walker.manifest));
   }
   return info;
 }
@@ -231,10 +236,9 @@ Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, 
 
 Result<TakenSnapshot> take_snapshot(const env::Venv& venv, const VenvLock& lock,
                                     std::string reason) {
-  auto manifest = std::make_shared<Manifest>();
-  VENVFIX_TRY_ASSIGN(SnapshotInfo info,
-                     snapshot_venv(venv, lock, std::move(reason), manifest.get()));
-  return TakenSnapshot{std::move(info), std::move(manifest)};
+  TakenSnapshot taken;
+  VENVFIX_TRY_ASSIGN(taken.info, snapshot_venv(venv, lock, std::move(reason), &taken));
+  return taken;
 }
 
 Result<SnapshotInfo> create_snapshot(const env::Venv& venv, const VenvLock& lock,

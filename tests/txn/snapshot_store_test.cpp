@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "txn/link_store.hpp"
 #include "txn/manifest.hpp"
 #include "txn/snapshot_state.hpp"
 #include "txn/txn_test_support.hpp"
@@ -388,6 +389,46 @@ TEST_F(TxnSnapshotStore, ATakenSnapshotHoldsWhatItsManifestReadsBack) {
   EXPECT_EQ(from_memory->changed, from_disk->changed);
   EXPECT_EQ(from_memory->changed.size(), 2u);
   EXPECT_EQ(from_memory->added.size(), 2u) << "newpkg/ and newpkg/x.py";
+}
+
+// Deleting the snapshot `run` just took drops exactly the store links it added, and reads no
+// other snapshot: here an older snapshot's manifest is unreadable, which makes the general drop
+// (delete_snapshot's) keep every link, as it cannot know what that snapshot needs, but does not
+// stop this one. What the
+// older snapshots need stays, and they still restore.
+TEST_F(TxnSnapshotStore, DeletingATakenSnapshotDropsOnlyTheLinksItAdded) {
+  settle();
+  SnapshotInfo first = snapshot("first");
+  auto first_print = fingerprint(m_venv);
+  settle();
+  SnapshotInfo second = snapshot("second");
+  const std::size_t links_before = count_entries(store());
+  replace("pkg/__init__.py", "x = 2\n");
+  write_text(site() / "newpkg/x.py", "new\n");
+  settle();
+  auto taken = take_snapshot(m_venv, *m_lock, "taken");
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_EQ(taken->info.linked, 2u);
+  ASSERT_EQ(taken->added_links.size(), 2u);
+  EXPECT_EQ(count_entries(store()), links_before + 2);
+  const fs::path second_manifest = snapshots_dir(m_venv) / second.id / "manifest";
+  const std::string kept = read_text(second_manifest);
+  write_text(second_manifest, "venvfix-snapshot 3\nnot a manifest\n");
+  auto general = drop_unreferenced_store_links(m_venv);
+  ASSERT_FALSE(general) << "it reads every manifest";
+  EXPECT_NE(general.error().message.find("kept every link"), std::string::npos);
+  ASSERT_TRUE(delete_taken_snapshot(m_venv, *m_lock, *taken));
+  EXPECT_FALSE(fs::exists(snapshots_dir(m_venv) / taken->info.id));
+  EXPECT_EQ(count_entries(store()), links_before);
+  for (const std::string& name : taken->added_links) EXPECT_FALSE(fs::exists(store() / name));
+  write_text(second_manifest, kept);
+  // The next snapshot reads the store again and links what it lacks.
+  settle();
+  SnapshotInfo after = snapshot("after");
+  EXPECT_TRUE(after.store_read);
+  EXPECT_EQ(after.linked, 2u);
+  ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, first.id, KeepSnapshot::no));
+  EXPECT_EQ(fingerprint(m_venv), first_print);
 }
 
 }  // namespace
