@@ -20,6 +20,18 @@ std::uintptr_t program_break() {
   return reinterpret_cast<std::uintptr_t>(::sbrk(0));
 }
 
+// MADV_HUGEPAGE over the whole huge pages of the heap grown from `before` to `after`; the bytes
+// advised, 0 when none (not glibc's brk heap: a sanitizer's allocator, say).
+std::size_t advise_huge_pages(std::uintptr_t before, std::uintptr_t after) {
+  if (after <= before) return 0;
+  const std::uintptr_t start = (before + k_huge_page - 1) & ~(k_huge_page - 1);
+  const std::uintptr_t end = after & ~(k_huge_page - 1);
+  if (end <= start) return 0;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the heap's own addresses
+  if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE) != 0) return 0;
+  return end - start;
+}
+
 }  // namespace
 
 // An ifstream, not base/fs.hpp's read_file: this file builds on its own, so that its test can
@@ -51,14 +63,11 @@ std::size_t reserve_huge_page_heap(std::size_t reserve) {
     block = std::malloc(k_block);  // NOLINT(cppcoreguidelines-no-malloc): the heap itself
   }
   const std::uintptr_t after = program_break();
+  const std::size_t advised = advise_huge_pages(before, after);
+  // Only now: freeing the blocks may trim the heap's end below `after`, and an madvise over a
+  // range no longer mapped fails with ENOMEM (it did, one start in forty).
   for (void* block : blocks) std::free(block);  // NOLINT(cppcoreguidelines-no-malloc)
-  if (after <= before) return 0;  // not glibc's brk heap (a sanitizer's allocator, say)
-  const std::uintptr_t start = (before + k_huge_page - 1) & ~(k_huge_page - 1);
-  const std::uintptr_t end = after & ~(k_huge_page - 1);
-  if (end <= start) return 0;
-  // NOLINTNEXTLINE(performance-no-int-to-ptr): the heap's own addresses
-  if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE) != 0) return 0;
-  return end - start;
+  return advised;
 }
 
 }  // namespace venvfix
