@@ -34,11 +34,22 @@ struct EarlyProbe {
   std::future<Result<verify::ProbeRun>> run;
 };
 
+// The probe the options ask for, its statement from `analysis`'s targets when none is given;
+// its statement is empty when there is none to run.
+verify::ProbeOptions probe_for(const verify::ProbeOptions& asked,
+                               const verify::Analysis& analysis) {
+  verify::ProbeOptions probe = asked;
+  if (probe.statement.empty()) probe.statement = verify::default_probe_statement(analysis);
+  if (!probe.statement.empty() && !verify::interpreter_runs_here(analysis.venv)) {
+    probe.statement.clear();
+  }
+  return probe;
+}
+
 std::optional<EarlyProbe> start_probe(const RunOptions& options, const verify::Analysis& before) {
   if (!options.probe || !plan::breakage(before).empty()) return std::nullopt;
-  verify::ProbeOptions probe = *options.probe;
-  if (probe.statement.empty()) probe.statement = verify::default_probe_statement(before);
-  if (probe.statement.empty() || !verify::interpreter_runs_here(before.venv)) return std::nullopt;
+  verify::ProbeOptions probe = probe_for(*options.probe, before);
+  if (probe.statement.empty()) return std::nullopt;
   spdlog::debug("probe `{}` started beside the analysis after the command", probe.statement);
   EarlyProbe early{probe.statement, {}};
   early.run = std::async(std::launch::async,
@@ -51,17 +62,16 @@ std::optional<EarlyProbe> start_probe(const RunOptions& options, const verify::A
 std::vector<std::string> probe_breakage(const RunOptions& options, const verify::Analysis& after,
                                         const manifest::Manifests& manifests,
                                         std::optional<EarlyProbe>& early) {
-  std::optional<verify::ProbeOptions> probe = options.probe;
-  if (!probe) return {};
-  if (probe->statement.empty()) probe->statement = verify::default_probe_statement(after);
-  const bool early_fits = early && early->statement == probe->statement;
+  if (!options.probe) return {};
+  const verify::ProbeOptions probe = probe_for(*options.probe, after);
+  const bool early_fits = early && early->statement == probe.statement;
   if (early && !early_fits) {
     spdlog::debug("the targets changed: the early probe `{}` is not used ({})", early->statement,
-                  probe->statement.empty() ? std::string("no probe")
-                                           : fmt::format("probe `{}`", probe->statement));
+                  probe.statement.empty() ? std::string("no probe")
+                                          : fmt::format("probe `{}`", probe.statement));
   }
-  if (probe->statement.empty() || !verify::interpreter_runs_here(after.venv)) return {};
-  auto run = early_fits ? early->run.get() : verify::run_probe(after.venv, *probe);
+  if (probe.statement.empty()) return {};
+  auto run = early_fits ? early->run.get() : verify::run_probe(after.venv, probe);
   if (!run) return {run.error().message};
   verify::ProbeResult result = verify::judge_probe(std::move(run).value(), after, manifests);
   std::vector<std::string> out;

@@ -83,10 +83,6 @@ Result<DownloadResult> finish_download(const DownloadCache& cache, const Downloa
   return DownloadResult{std::move(path), actual, size, false};
 }
 
-}  // namespace
-
-namespace {
-
 // The cache's shared lock (cache_lock.hpp), waiting while `cache prune` holds it. A cache that
 // cannot be locked (a read-only one) is used without: nothing can prune it either.
 std::optional<CacheLock> lock_cache(const fs::path& cache_dir) {

@@ -145,20 +145,29 @@ Result<std::size_t> drop_unreferenced_store_links(const env::Venv& venv) {
       if (e.type == 'F') referenced.insert(store_key(e));
     }
   }
-  VENVFIX_TRY_ASSIGN(Fd store_fd, open_file(store, O_RDONLY | O_DIRECTORY));
-  std::size_t dropped = 0;
+  std::vector<std::string> unreferenced;
   for (const std::string& name : names) {
-    if (referenced.contains(name)) continue;
-    // The next snapshot must then read the store (walk_base.hpp, links_held).
-    if (dropped == 0) VENVFIX_TRY(forget_store(venv));
+    if (!referenced.contains(name)) unreferenced.push_back(name);
+  }
+  VENVFIX_TRY(drop_store_links(venv, unreferenced));
+  spdlog::debug("store {}: dropped {} of {} links", store.string(), unreferenced.size(),
+                names.size());
+  return unreferenced.size();
+}
+
+Status drop_store_links(const env::Venv& venv, const std::vector<std::string>& names) {
+  if (names.empty()) return ok();
+  // The next snapshot must then read the store (walk_base.hpp, links_held).
+  VENVFIX_TRY(forget_store(venv));
+  const fs::path store = store_dir(venv);
+  VENVFIX_TRY_ASSIGN(Fd store_fd, open_file(store, O_RDONLY | O_DIRECTORY));
+  for (const std::string& name : names) {
     if (::unlinkat(store_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
       return make_error(ExitCode::error, "cannot remove {}: {}", (store / name).string(),
                         errno_message(errno));
     }
-    ++dropped;
   }
-  spdlog::debug("store {}: dropped {} of {} links", store.string(), dropped, names.size());
-  return dropped;
+  return ok();
 }
 
 }  // namespace venvfix::txn

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "txn/manifest.hpp"
 #include "venvfix/base/fs.hpp"
@@ -61,5 +62,8 @@ StoredState stored_state(int store_fd, const std::string& key, const Manifest& m
 // Unlinks every store name that no version 2 tree snapshot's manifest references; returns how
 // many. Refuses (drops nothing) when a manifest cannot be read: it may reference any of them.
 Result<std::size_t> drop_unreferenced_store_links(const env::Venv& venv);
+// Removes these store links (names in the store; one already gone is no error), first telling
+// the next snapshot to read the store (forget_store).
+Status drop_store_links(const env::Venv& venv, const std::vector<std::string>& names);
 
 }  // namespace venvfix::txn

@@ -1,6 +1,5 @@
 // Listing, finding, diffing and deleting snapshots.
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +10,6 @@
 #include "txn/manifest.hpp"
 #include "txn/paths.hpp"
 #include "txn/snapshot_state.hpp"
-#include "txn/walk_base.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
 namespace venvfix::txn {
@@ -104,18 +102,8 @@ Status delete_taken_snapshot(const env::Venv& venv, const VenvLock& lock,
   (void)lock;
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
   VENVFIX_TRY(remove_snapshot(venv, snapshot.info.id));
-  if (snapshot.added_links.empty()) return ok();
-  // The next snapshot must then read the store (walk_base.hpp, links_held).
-  VENVFIX_TRY(forget_store(venv));
-  const fs::path store = store_dir(venv);
-  VENVFIX_TRY_ASSIGN(Fd store_fd, open_file(store, O_RDONLY | O_DIRECTORY));
-  for (const std::string& name : snapshot.added_links) {
-    if (::unlinkat(store_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
-      return make_error(ExitCode::error, "cannot remove {}: {}", (store / name).string(),
-                        errno_message(errno));
-    }
-  }
-  spdlog::debug("store {}: dropped the {} links snapshot {} added", store.string(),
+  VENVFIX_TRY(drop_store_links(venv, snapshot.added_links));
+  spdlog::debug("store {}: dropped the {} links snapshot {} added", store_dir(venv).string(),
                 snapshot.added_links.size(), snapshot.info.id);
   return ok();
 }
