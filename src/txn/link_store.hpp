@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -25,8 +26,9 @@ namespace venvfix::txn {
 fs::path store_dir(const env::Venv& venv);
 inline constexpr std::string_view k_store_rel = ".venvfix/store";
 
-// The store name of an F entry (or of the venv file it was recorded from).
+// The store name of an F entry (or of the venv file it was recorded from), of an identity.
 std::string store_key(const ManifestEntry& entry);
+std::string store_key(const FileIdentity& id);
 
 // A store name as the identity it spells (its ctime 0): looked up without formatting or hashing
 // a string per file (a snapshot looks up every file of the venv).
@@ -35,6 +37,24 @@ struct StoreIdHash {
 };
 using StoreIds = std::unordered_set<FileIdentity, StoreIdHash>;
 FileIdentity store_id(const ManifestEntry& entry);
+// Store names by the identity they spell, each its index in a list of names: an open-addressing
+// table in one array, looked up once per file entry of every kept snapshot (a node-based map
+// spent half of that in cache misses).
+class StoreNameIndex {
+ public:
+  explicit StoreNameIndex(std::size_t capacity);
+  // A second index for an identity already in is ignored.
+  void insert(const FileIdentity& id, std::size_t index);
+  std::optional<std::size_t> find(const FileIdentity& id) const;
+
+ private:
+  struct Slot {
+    FileIdentity id;
+    std::size_t index_plus_one = 0;  // 0: empty
+  };
+  std::vector<Slot> m_slots;
+  std::size_t m_mask = 0;
+};
 
 // The identities the store holds (none when it does not exist yet); names that spell none are
 // left out (never venvfix's).

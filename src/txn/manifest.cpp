@@ -413,12 +413,21 @@ void mark_carried_children(Manifest& manifest) {
   }
 }
 
-Result<Manifest> parse_manifest(std::string_view text, std::string_view source) {
+namespace {
+
+// Where a manifest's entry lines begin: the offset of the first and its line number (1-based).
+struct EntriesStart {
+  std::size_t at = 0;
+  std::size_t line = 0;
+};
+
+// The header lines of `text`, through "entries", into `manifest`.
+Result<EntriesStart> parse_header(std::string_view text, std::string_view source,
+                                  Manifest& manifest) {
   std::size_t line_number = 0;
   auto bad = [&](std::string_view what) {
     return make_error(ExitCode::error, "{}, line {}: {}", source, line_number, what);
   };
-  Manifest manifest;
   bool in_entries = false;
   bool have_kind = false;
   std::size_t at = 0;
@@ -444,18 +453,61 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
       manifest.method != "rename") {
     return bad("unknown method " + manifest.method);
   }
-  if (at < text.size()) {
-    VENVFIX_TRY(parse_entries(text.substr(at), line_number + 1, source, manifest));
+  return EntriesStart{std::min(at, text.size()), line_number + 1};
+}
+
+// The identity fields of an F entry line after its type, "<mode> <size> <dev> <ino> <nlink>
+// <mtime_ns> "; false when one is not a number.
+bool take_stored_identity(std::string_view rest, FileIdentity& id) {
+  std::uint64_t nlink = 0;
+  return take_number(rest, id.mode, 8) && take_number(rest, id.size) &&
+         take_number(rest, id.device) && take_number(rest, id.inode) && take_number(rest, nlink) &&
+         take_number(rest, id.mtime_ns);
+}
+
+}  // namespace
+
+Result<Manifest> parse_manifest(std::string_view text, std::string_view source) {
+  Manifest manifest;
+  VENVFIX_TRY_ASSIGN(EntriesStart start, parse_header(text, source, manifest));
+  if (start.at < text.size()) {
+    VENVFIX_TRY(parse_entries(text.substr(start.at), start.line, source, manifest));
   }
   return manifest;
 }
 
+Status visit_stored_identities(std::string_view text, std::string_view source,
+                               const std::function<void(const FileIdentity&)>& visit) {
+  Manifest header;
+  VENVFIX_TRY_ASSIGN(EntriesStart start, parse_header(text, source, header));
+  if (header.format < 2 || header.kind != SnapshotKind::tree) return ok();
+  std::size_t line = start.line;
+  for (std::size_t at = start.at; at < text.size(); ++line) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view entry = text.substr(at, end - at);
+    at = end + 1;
+    if (entry.size() < 2 || entry[0] != 'F') continue;
+    FileIdentity id;
+    if (entry[1] != ' ' || !take_stored_identity(entry.substr(2), id)) {
+      return make_error(ExitCode::error, "{}, line {}: bad file entry", source, line);
+    }
+    visit(id);
+  }
+  return ok();
+}
+
 Result<Manifest> read_manifest_file(const fs::path& file) {
+  VENVFIX_TRY_ASSIGN(MappedFile text, map_manifest_file(file));
+  return parse_manifest(text.view(), file.string());
+}
+
+Result<MappedFile> map_manifest_file(const fs::path& file) {
   VENVFIX_TRY_ASSIGN(MappedFile text, MappedFile::open(file));
   if (text.size() > (std::size_t{1} << 30)) {
     return make_error(ExitCode::error, "{}: larger than 1 GiB", file.string());
   }
-  return parse_manifest(text.view(), file.string());
+  return text;
 }
 
 }  // namespace venvfix::txn

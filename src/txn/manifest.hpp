@@ -31,10 +31,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "venvfix/base/fs.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/txn/snapshot.hpp"
 
@@ -99,9 +101,19 @@ void mark_carried_children(Manifest& manifest);
 // Entries over 1 MiB are read in two halves on two threads (a 30,000-file venv's manifest is read
 // by every later snapshot and every rollback); errors name `source` and the line.
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source);
+// The identities (device, inode, size, mtime, mode; no ctime) of the F entries of a version 2+
+// tree manifest's `text`, each handed to `visit` in file order; a manifest of another kind or
+// version visits none. Only the header and those fields are read (no path is unescaped or
+// checked): deciding which store links the kept snapshots still reference reads every one of
+// them, and their paths do not matter there. Errors (a bad header, an F line whose fields are
+// not numbers) name `source` and the line.
+Status visit_stored_identities(std::string_view text, std::string_view source,
+                               const std::function<void(const FileIdentity&)>& visit);
 // Maps `file` and parses it. Mapped, not read: a 30,000-file venv's manifest is megabytes, and
 // manifests (the walk base too) are replaced by rename, never rewritten in place, so the
 // mapping cannot shrink under the parse. A file over 1 GiB is an error naming it.
 Result<Manifest> read_manifest_file(const std::filesystem::path& file);
+// `file` mapped (read_manifest_file's first half; the same errors).
+Result<MappedFile> map_manifest_file(const std::filesystem::path& file);
 
 }  // namespace venvfix::txn

@@ -211,5 +211,51 @@ TEST(TxnManifest, ALargeManifestReadsTheSameInTwoHalves) {
   EXPECT_THAT(both.error().message, HasSubstr(fmt::format("m, line {}: path", early + 1)));
 }
 
+// What `snapshot delete` and `prune` read of every kept manifest: the F entries' identities only,
+// the same that parsing the whole manifest gives (odd paths, a negative mtime, symlinks and
+// directories between them), and none from a manifest whose entries the store does not hold.
+TEST(TxnManifest, TheStoredIdentitiesAreThoseOfTheParsedFileEntries) {
+  Manifest m = tree_manifest();
+  m.entries.push_back(dir_entry("lib", true));
+  m.entries.push_back(file_entry("lib/one.py", 11));
+  m.entries.push_back(file_entry("lib/odd %name\twith\ttabs\nand\rnewlines", 12));
+  m.entries.push_back(file_entry("lib/-1", 13));
+  m.entries.back().mtime_ns = -5;
+  m.entries.back().mode = 04755;
+  ManifestEntry link = file_entry("lib/link", 14);
+  link.type = 'S';
+  link.target = "one.py";
+  m.entries.push_back(link);
+  const std::string text = manifest_text(m);
+  auto parsed = parse_manifest(text, "the manifest");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  std::vector<FileIdentity> want;
+  for (const ManifestEntry& e : parsed->entries) {
+    if (e.type != 'F') continue;
+    want.push_back(FileIdentity{e.dev, e.ino, e.size, e.mtime_ns, 0, e.mode});
+  }
+  ASSERT_EQ(want.size(), 3u);
+  std::vector<FileIdentity> got;
+  ASSERT_TRUE(visit_stored_identities(text, "the manifest",
+                                      [&](const FileIdentity& id) { got.push_back(id); }));
+  EXPECT_EQ(got, want);
+  for (const char* kind : {"transaction", "tree"}) {
+    Manifest other = m;
+    other.kind = kind == "tree"s ? SnapshotKind::tree : SnapshotKind::transaction;
+    other.format = kind == "tree"s ? 1 : 3;  // a version 1 tree: held under files/, not the store
+    other.entries = {file_entry("lib/one.py", 11)};
+    std::size_t visited = 0;
+    ASSERT_TRUE(visit_stored_identities(manifest_text(other), "the manifest",
+                                        [&](const FileIdentity&) { ++visited; }));
+    EXPECT_EQ(visited, 0u) << kind;
+  }
+  auto bad = visit_stored_identities(header_of("tree") + "D 755 0 0 0 0 0 0 lib\nF 644 1 2\n",
+                                     "the manifest", [](const FileIdentity&) {});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "the manifest, line 8: bad file entry");
+  EXPECT_FALSE(visit_stored_identities("venvfix-snapshot 3\nkind tree\n", "the manifest",
+                                       [](const FileIdentity&) {}));
+}
+
 }  // namespace
 }  // namespace venvfix::txn
