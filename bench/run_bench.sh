@@ -8,9 +8,11 @@
 #   venvfix doctor                        warm
 #   pip install --no-deps SMALL.whl       --force-reinstall of a one-module wheel, three ways:
 #                                         the guard off; on; on with VENVFIX_GUARD=0
+#   venvfix snapshot prune --keep 10      after a `snapshot create`: one snapshot deleted, the
+#                                         ten kept ones read for the store links only it held
 #
-# With BASELINE=/path/to/venvfix (say a Release build of main), `run -- true`, `doctor` and the
-# guarded install are timed with that binary too, in the same rounds, on a second venv made the
+# With BASELINE=/path/to/venvfix (say a Release build of main), `run -- true`, `doctor`, the
+# guarded install and the prune are timed with that binary too, in the same rounds, on a second venv made the
 # same way (each binary keeps its own .venvfix/ state).
 #
 # Before that it shows where `run -- true` spends its time: `venvfix -v -v` phase timings and an
@@ -18,7 +20,7 @@
 # hermetic ld.so.cache ($VENVFIX_LD_CACHE).
 #
 #   nice bench/run_bench.sh [WORK_DIR]
-#   env: ROUNDS (default 10), WARMUP (default 2), BASELINE
+#   env: ROUNDS (default 10), WARMUP (default 2), BASELINE, GUARD_FILL (default 10)
 #
 # Results go to stdout; docs/benchmarks.md records them with this command.
 set -euo pipefail
@@ -43,17 +45,22 @@ echo "venv: $venv"
 echo "files: $(find "$venv" -type f | wc -l); directories: $(find "$venv" -type d | wc -l); ELF objects under site-packages: $(find "$site" -name '*.so*' | wc -l); cores: $(nproc)"
 echo "venvfix: $venvfix ($("$venvfix" --version))"
 
+pip_install="bin/pip install --no-deps --no-index --force-reinstall --disable-pip-version-check -q $wheel"
 # warm BINARY VENV: the store holds every file (a kept snapshot), the hash cache is filled, the
 # last walk is recorded, and the small wheel is installed, so that each timed install replaces it.
+# Then GUARD_FILL (default 10, the guard's default limit) guarded installs: a guard at its limit
+# deletes its oldest snapshot after every install, which is what a guarded venv pays from then on.
 warm() {
   "$1" --venv "$2" -q snapshot create
   "$1" --venv "$2" doctor >/dev/null || true
   "$1" --venv "$2" run -- true
   "$1" --venv "$2" guard disable >/dev/null
   "$2/bin/pip" install --no-deps --no-index --force-reinstall --disable-pip-version-check -q "$wheel"
+  "$1" --venv "$2" guard enable >/dev/null
+  for _ in $(seq 1 "${GUARD_FILL:-10}"); do $2/$pip_install; done
+  "$1" --venv "$2" guard disable >/dev/null
 }
 warm "$venvfix" "$venv"
-pip_install="bin/pip install --no-deps --no-index --force-reinstall --disable-pip-version-check -q $wheel"
 rows=(
   -n '`python -m pip --version`' -c "$venv/bin/python -m pip --version"
   -n '`venvfix run -- true` (warm)' -c "$venvfix --venv $venv run -- true"
@@ -63,6 +70,8 @@ rows=(
   -n '… guard on' -p "$venvfix --venv $venv guard enable" -c "$venv/$pip_install"
   -n '… guard on, `VENVFIX_GUARD=0`' -p "$venvfix --venv $venv guard enable"
   -c "VENVFIX_GUARD=0 $venv/$pip_install"
+  -n '`venvfix snapshot prune --keep 10` (11 kept: reads 10)'
+  -p "$venvfix --venv $venv -q snapshot create" -c "$venvfix --venv $venv snapshot prune --keep 10"
 )
 if [ -n "${BASELINE:-}" ]; then
   base_venv=$(bench_big_venv "$work" big-baseline)
@@ -73,6 +82,9 @@ if [ -n "${BASELINE:-}" ]; then
     -n '`venvfix doctor` (warm), baseline' -c "$BASELINE --venv $base_venv doctor"
     -n '… guard on, baseline' -p "$BASELINE --venv $base_venv guard enable"
     -c "$base_venv/$pip_install"
+    -n '`venvfix snapshot prune --keep 10`, baseline'
+    -p "$BASELINE --venv $base_venv -q snapshot create"
+    -c "$BASELINE --venv $base_venv snapshot prune --keep 10"
   )
 fi
 echo
@@ -93,3 +105,7 @@ python3 bench/interleaved.py --rounds "${ROUNDS:-10}" --warmup "${WARMUP:-2}" "$
 "$venvfix" --venv "$venv" guard disable >/dev/null
 echo
 echo "snapshots the guarded installs kept: $("$venvfix" --venv "$venv" snapshot list | grep -c 'bin/pip' || true)"
+if [ -n "${BASELINE:-}" ]; then
+  echo "… baseline: $("$BASELINE" --venv "$base_venv" snapshot list | grep -c 'bin/pip' || true)"
+fi
+echo "store links: $(ls "$venv/.venvfix/store" | wc -l)$([ -z "${BASELINE:-}" ] || echo ", baseline $(ls "$base_venv/.venvfix/store" | wc -l)")"

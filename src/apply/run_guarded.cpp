@@ -134,7 +134,7 @@ std::string listed(const std::vector<std::string>& lines) {
 // stats the files only once the snapshot is made: its new store links change ctimes, which
 // key the hash cache, so the analysis after the command reuses the hashes made here.
 Result<std::pair<txn::TakenSnapshot, verify::Analysis>> snapshot_and_analyze(
-    const env::Venv& venv, const txn::VenvLock& lock, const std::string& what,
+    const env::Venv& venv, const txn::VenvLock& lock, const std::string& reason,
     const manifest::Manifests& manifests, const elf::SystemView& system, verify::Options options) {
   std::promise<void> snapshot_made;
   options.stat_files_after = snapshot_made.get_future().share();
@@ -144,7 +144,7 @@ Result<std::pair<txn::TakenSnapshot, verify::Analysis>> snapshot_and_analyze(
       std::promise<void>& promise;
       ~SetOnExit() { promise.set_value(); }
     } made{snapshot_made};
-    return txn::take_snapshot(venv, lock, "run: " + what);
+    return txn::take_snapshot(venv, lock, reason);
   });
   auto before = verify::analyze(venv, manifests, system, options);
   VENVFIX_TRY_ASSIGN(txn::TakenSnapshot taken, snapshot.get());
@@ -166,7 +166,8 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   verify::Options analysis_options;
   analysis_options.targets = options.targets;
   VENVFIX_TRY_ASSIGN(auto snapshot_and_before,
-                     snapshot_and_analyze(venv, lock, what, manifests, system, analysis_options));
+                     snapshot_and_analyze(venv, lock, options.by + ": " + what, manifests, system,
+                                          analysis_options));
   auto& [taken, before] = snapshot_and_before;
   const txn::SnapshotInfo& snapshot = taken.info;
   RunOutcome outcome;

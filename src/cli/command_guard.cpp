@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "venvfix/base/strings.hpp"
 #include "venvfix/guard/guard.hpp"
 #include "venvfix/txn/lock.hpp"
+#include "venvfix/txn/snapshot.hpp"
 
 namespace venvfix::cli {
 
@@ -24,6 +26,7 @@ struct GuardArgs {
   std::string tool = "pip";
   std::vector<std::string> command;
   std::string shell;
+  std::optional<std::size_t> keep;  // enable --keep
 };
 
 // The binary the wrappers and the hook call: this one, by its real path.
@@ -42,7 +45,8 @@ nlohmann::json guard_json(const env::Venv& venv, const guard::GuardStatus& statu
           {"venv", venv.root.string()},
           {"enabled", status.enabled},
           {"venvfix", status.enabled ? nlohmann::json(status.venvfix.string()) : nlohmann::json()},
-          {"scripts", std::move(scripts)}};
+          {"scripts", std::move(scripts)},
+          {"keep", status.enabled ? nlohmann::json(status.keep) : nlohmann::json()}};
 }
 
 void print_status(const guard::GuardStatus& status, std::string_view verb) {
@@ -57,7 +61,8 @@ void print_status(const guard::GuardStatus& status, std::string_view verb) {
     return;
   }
   std::cout << "guard: on" << verb << " (changing pip and uv commands run under `venvfix run "
-            << "--snapshot`; venvfix " << status.venvfix.string() << ")\n";
+            << "--snapshot`, the newest " << status.keep << " of their snapshots kept; venvfix "
+            << status.venvfix.string() << ")\n";
   if (status.scripts.empty()) {
     std::cout << "  no pip or uv script in bin/: use `eval \"$(venvfix shell-hook bash)\"`\n";
   }
@@ -70,11 +75,12 @@ void print_status(const guard::GuardStatus& status, std::string_view verb) {
   }
 }
 
-Result<int> run_guard_change(const GlobalOptions& options, std::string_view action) {
+Result<int> run_guard_change(const GlobalOptions& options, std::string_view action,
+                             const GuardArgs& args) {
   VENVFIX_TRY_ASSIGN(env::Venv venv, open_environment(options));
   guard::GuardStatus status;
   if (action == "enable") {
-    VENVFIX_TRY_ASSIGN(status, guard::enable(venv, this_binary()));
+    VENVFIX_TRY_ASSIGN(status, guard::enable(venv, this_binary(), args.keep));
   } else if (action == "disable") {
     VENVFIX_TRY_ASSIGN(status, guard::disable(venv));
   } else {
@@ -88,6 +94,22 @@ Result<int> run_guard_change(const GlobalOptions& options, std::string_view acti
                                               : " (disabled)");
   }
   return 0;
+}
+
+// The guard's retention, after each guarded command (rolled back or not): its snapshots beyond
+// the newest `keep` go, with the store links only they held (the files the commands replaced). A
+// failure here is said, never the command's: what it did stands, and `snapshot prune` can finish.
+void prune_guard_snapshots(const env::Venv& venv, const txn::VenvLock& lock) {
+  auto guarded = guard::status(venv);
+  const std::size_t keep = guarded && guarded->enabled ? guarded->keep : guard::k_default_keep;
+  auto pruned = txn::prune_snapshots_with_reason(venv, lock, keep, guard::k_snapshot_reason_prefix);
+  if (!pruned) {
+    spdlog::warn("venvfix guard: the guard's old snapshots were not pruned: {}",
+                 pruned.error().message);
+  } else if (!pruned->empty()) {
+    spdlog::debug("venvfix guard: deleted {} old snapshots of the guard, kept the newest {}",
+                  pruned->size(), keep);
+  }
 }
 
 // Runs the real installer: untouched for a read-only command, under run_guarded otherwise.
@@ -109,14 +131,16 @@ Result<int> run_guard_exec(const GlobalOptions& options, const GuardArgs& args) 
   run_options.keep_snapshot = txn::KeepSnapshot::yes;
   run_options.probe =
       std::nullopt;  // the static analysis judges; a probe per pip call costs an import
-  VENVFIX_TRY_ASSIGN(apply::RunOutcome outcome,
-                     apply::run_guarded(session.venv, lock, args.command, session.manifests,
-                                        session.system, run_options));
-  if (!outcome.snapshot.empty()) {
+  run_options.by = "guard";
+  auto outcome = apply::run_guarded(session.venv, lock, args.command, session.manifests,
+                                    session.system, run_options);
+  prune_guard_snapshots(session.venv, lock);
+  VENVFIX_TRY(outcome);
+  if (!outcome->snapshot.empty()) {
     spdlog::info("venvfix guard: snapshot {} kept (`venvfix rollback {}` undoes `{}`)",
-                 outcome.snapshot, outcome.snapshot, join(args.command, " "));
+                 outcome->snapshot, outcome->snapshot, join(args.command, " "));
   }
-  return outcome.status;
+  return outcome->status;
 }
 
 void add_guard_subcommands(CLI::App& guard, CommandContext& context,
@@ -128,8 +152,15 @@ void add_guard_subcommands(CLI::App& guard, CommandContext& context,
                        : name == "disable" ? "Put the original pip and uv scripts back"
                                            : "Say whether the guard is on and what it wraps";
     CLI::App* sub = guard.add_subcommand(name, help);
-    sub->callback([&context, name] {
-      context.run = [&context, name] { return run_guard_change(context.options, name); };
+    if (name == "enable") {
+      sub->add_option("--keep", args->keep,
+                      "How many of its snapshots the guard keeps, newest first (default 10); "
+                      "older ones go after each guarded command");
+    }
+    sub->callback([&context, name, args] {
+      context.run = [&context, name, args] {
+        return run_guard_change(context.options, name, *args);
+      };
     });
   }
   CLI::App* exec = guard.add_subcommand(

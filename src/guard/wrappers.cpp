@@ -75,6 +75,7 @@ struct State {
   fs::path venvfix;
   bool made_state_dir = false;
   std::vector<std::string> scripts;
+  std::size_t keep = k_default_keep;  // absent (an older venvfix wrote it): the default
 };
 
 Result<std::optional<State>> read_state(const env::Venv& venv) {
@@ -96,6 +97,9 @@ Result<std::optional<State>> read_state(const env::Venv& venv) {
   for (const std::string& name : state.scripts) {
     if (!is_installer_name(name)) return fields.fail("\"{}\" is not an installer script", name);
   }
+  VENVFIX_TRY_ASSIGN(std::optional<std::uint64_t> keep, fields.count("keep", Presence::optional));
+  if (keep && *keep == 0) return fields.fail("\"keep\" is 0: it must be 1 or more");
+  if (keep) state.keep = static_cast<std::size_t>(*keep);
   return std::optional<State>(std::move(state));
 }
 
@@ -103,7 +107,8 @@ Status write_state(const env::Venv& venv, const State& state) {
   const nlohmann::json document = {{"schema", k_schema},
                                    {"venvfix", state.venvfix.string()},
                                    {"made_state_dir", state.made_state_dir},
-                                   {"scripts", state.scripts}};
+                                   {"scripts", state.scripts},
+                                   {"keep", state.keep}};
   return write_file_atomic(state_file(venv), document.dump(2) + "\n");
 }
 
@@ -165,6 +170,7 @@ GuardStatus status_of(const env::Venv& venv, const State& state) {
   GuardStatus status;
   status.enabled = true;
   status.venvfix = state.venvfix;
+  status.keep = state.keep;
   for (const std::string& name : state.scripts) {
     status.scripts.push_back({name, is_wrapper(venv.root / "bin" / name)});
   }
@@ -179,11 +185,18 @@ bool is_wrapper(const fs::path& path) {
   return text->starts_with("#!/bin/sh\n") && text->find(k_marker) != std::string::npos;
 }
 
-Result<GuardStatus> enable(const env::Venv& venv, const fs::path& venvfix) {
+Result<GuardStatus> enable(const env::Venv& venv, const fs::path& venvfix,
+                           std::optional<std::size_t> keep) {
+  if (keep && *keep == 0) {
+    return make_error(ExitCode::usage,
+                      "--keep must be 1 or more: the guard keeps its snapshots "
+                      "so that a guarded command can be undone");
+  }
   VENVFIX_TRY_ASSIGN(std::optional<State> previous, read_state(venv));
   VENVFIX_TRY_ASSIGN(std::vector<std::string> scripts, installer_scripts(venv));
   State state;
   state.venvfix = venvfix;
+  state.keep = keep ? *keep : previous ? previous->keep : k_default_keep;
   std::error_code ec;
   state.made_state_dir = previous ? previous->made_state_dir : !fs::exists(venv.state_dir(), ec);
   VENVFIX_TRY(make_dir(venv.state_dir()));

@@ -115,16 +115,31 @@ Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::
   return remove_snapshot(venv, id);
 }
 
+namespace {
+
+// The snapshots prune deletes: all but the newest `keep` of those `counts` accepts (oldest first).
+template <typename Counts>
+std::vector<std::string> beyond_newest(const std::vector<SnapshotInfo>& all, std::size_t keep,
+                                       Counts counts) {
+  std::vector<std::string> counted;
+  for (const SnapshotInfo& info : all) {
+    if (counts(info)) counted.push_back(info.id);
+  }
+  if (counted.size() <= keep) return {};
+  counted.resize(counted.size() - keep);
+  return counted;
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
                                                  std::size_t keep) {
   (void)lock;
   VENVFIX_TRY(require_no_unfinished_transaction(venv));
   VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
-  std::vector<std::string> deleted;
-  for (std::size_t i = 0; i + keep < all.size(); ++i) {
-    VENVFIX_TRY(remove_snapshot(venv, all[i].id));
-    deleted.push_back(all[i].id);
-  }
+  const std::vector<std::string> deleted =
+      beyond_newest(all, keep, [](const SnapshotInfo&) { return true; });
+  for (const std::string& id : deleted) VENVFIX_TRY(remove_snapshot(venv, id));
   // Garbage: directories without a manifest (an interrupted create, delete or roll back).
   fs::path base = snapshots_dir(venv);
   VENVFIX_TRY_ASSIGN(std::vector<std::string> names, snapshot_dir_names(base));
@@ -132,6 +147,20 @@ Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const Ve
     if (!has_manifest(base / name)) VENVFIX_TRY(remove_snapshot(venv, name));
   }
   // Links of deleted snapshots, and of an interrupted create (its manifest was never written).
+  VENVFIX_TRY(drop_unreferenced_store_links(venv));
+  return deleted;
+}
+
+Result<std::vector<std::string>> prune_snapshots_with_reason(const env::Venv& venv,
+                                                             const VenvLock& lock, std::size_t keep,
+                                                             std::string_view reason_prefix) {
+  (void)lock;
+  VENVFIX_TRY(require_no_unfinished_transaction(venv));
+  VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
+  const std::vector<std::string> deleted = beyond_newest(
+      all, keep, [&](const SnapshotInfo& info) { return info.reason.starts_with(reason_prefix); });
+  if (deleted.empty()) return deleted;  // below the limit: no manifest is read
+  for (const std::string& id : deleted) VENVFIX_TRY(remove_snapshot(venv, id));
   VENVFIX_TRY(drop_unreferenced_store_links(venv));
   return deleted;
 }

@@ -51,6 +51,37 @@ class GuardCli : public ::testing::Test {
     auto document = nlohmann::json::parse(listed.out, nullptr, false);
     return document.is_object() ? document["snapshots"].size() : 0;
   }
+  // A pure-Python wheel `harmless` of `version` whose one module says the version.
+  fs::path harmless_wheel(const std::string& version) const {
+    const fs::path wheel_dir = m_dir->path() / "wheels";
+    fs::create_directories(wheel_dir);
+    fs::path wheel = wheel_dir / ("harmless-" + version + "-py3-none-any.whl");
+    const std::string info = "harmless-" + version + ".dist-info/";
+    CommandResult built = run_command(
+        {"python3", "-c",
+         "import zipfile, sys\n"
+         "wheel, version, info = sys.argv[1:]\n"
+         "z = zipfile.ZipFile(wheel, 'w')\n"
+         "z.writestr('harmless.py', 'VERSION = %r\\n' % version)\n"
+         "z.writestr(info + 'METADATA', 'Metadata-Version: 2.1\\nName: harmless\\nVersion: ' "
+         "+ version + '\\n')\n"
+         "z.writestr(info + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: "
+         "true\\nTag: py3-none-any\\n')\n"
+         "z.writestr(info + 'RECORD', ''.join(n + ',,\\n' for n in ['harmless.py', info + "
+         "'METADATA', info + 'WHEEL', info + 'RECORD']))\n"
+         "z.close()\n",
+         wheel.string(), version, info});
+    EXPECT_EQ(built.exit_code, 0) << built.err;
+    return wheel;
+  }
+  std::vector<std::string> snapshot_reasons() const {
+    auto listed = venvfix_cli(m_venv, {"--json", "snapshot", "list"});
+    auto document = nlohmann::json::parse(listed.out, nullptr, false);
+    std::vector<std::string> reasons;
+    if (!document.is_object()) return reasons;
+    for (const auto& snapshot : document["snapshots"]) reasons.push_back(snapshot["reason"]);
+    return reasons;
+  }
   nlohmann::json guard_status() const {
     auto shown = venvfix_cli(m_venv, {"--json", "guard", "status"});
     EXPECT_EQ(shown.exit_code, 0) << shown.err;
@@ -177,6 +208,54 @@ TEST_F(GuardCli, TheShellHookGuardsPythonDashMPipInAnInteractiveBash) {
   EXPECT_THAT(session.out, HasSubstr("libcudnn.so.9"));
   EXPECT_THAT(session.out, HasSubstr("plain-status=0"));
   EXPECT_TRUE(fs::exists(cudnn()));
+}
+
+// Every guarded command keeps a snapshot, and a snapshot's store links keep the files the
+// command replaced: without a limit the guard would grow the venv by every upgrade. The guard
+// keeps the newest N of its own snapshots, never another's, and the files only the pruned ones
+// held are freed.
+TEST_F(GuardCli, TheGuardKeepsTheNewestNOfItsSnapshotsAndFreesWhatOnlyTheOthersHeld) {
+  auto enabled = venvfix_cli(m_venv, {"guard", "enable", "--keep", "2"});
+  ASSERT_EQ(enabled.exit_code, 0) << enabled.err;
+  EXPECT_EQ(guard_status()["keep"], 2);
+  ASSERT_EQ(venvfix_cli(m_venv, {"guard", "enable"}).exit_code, 0);
+  EXPECT_EQ(guard_status()["keep"], 2) << "enable again kept the limit it was given";
+  ASSERT_EQ(venvfix_cli(m_venv, {"snapshot", "create"}).exit_code, 0);  // the user's own
+  const fs::path module = env::open_venv_at(m_venv)->purelib / "harmless.py";
+  // The store name of what `module` is now (link_store.hpp: dev-ino-size-mtime-mode).
+  auto store_name_of_module = [&] {
+    struct stat st {};
+    EXPECT_EQ(::lstat(module.c_str(), &st), 0) << module;
+    return fmt::format("{:x}-{:x}-{:x}-{:x}-{:o}", st.st_dev, st.st_ino, st.st_size,
+                       st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,
+                       st.st_mode & 07777);
+  };
+  const fs::path store = m_venv / ".venvfix/store";
+  std::string first_module;
+  for (const std::string version : {"1.0", "2.0", "3.0"}) {
+    CommandResult installed =
+        pip({"install", "--no-deps", "--no-index", harmless_wheel(version).string()});
+    ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+    if (version == "1.0") first_module = store_name_of_module();
+  }
+  // Guard snapshots before 1.0, 2.0 and 3.0: the first went; the one before 3.0 holds 1.0's module.
+  EXPECT_EQ(snapshot_reasons().size(), 3U);
+  EXPECT_TRUE(fs::exists(store / first_module)) << "a kept snapshot still holds it";
+  CommandResult uninstalled = pip({"uninstall", "-y", "harmless"});
+  ASSERT_EQ(uninstalled.exit_code, 0) << uninstalled.out << uninstalled.err;
+  const std::vector<std::string> reasons = snapshot_reasons();
+  ASSERT_EQ(reasons.size(), 3U) << ::testing::PrintToString(reasons);
+  EXPECT_EQ(reasons[0], "snapshot create") << "the guard pruned a snapshot it did not take";
+  EXPECT_THAT(reasons[1], ::testing::StartsWith("guard: "));
+  EXPECT_THAT(reasons[1], HasSubstr("harmless-3.0"));
+  EXPECT_THAT(reasons[2], HasSubstr("uninstall -y harmless"));
+  EXPECT_FALSE(fs::exists(store / first_module)) << "1.0's module is held by no kept snapshot";
+  // The oldest guard snapshot kept still restores (harmless 2.0, before 3.0 was installed).
+  auto listed = nlohmann::json::parse(venvfix_cli(m_venv, {"--json", "snapshot", "list"}).out);
+  const std::string before_three = listed["snapshots"][1]["id"];
+  auto rolled_back = venvfix_cli(m_venv, {"rollback", before_three});
+  ASSERT_EQ(rolled_back.exit_code, 0) << rolled_back.err;
+  EXPECT_EQ(read_file(module).value_or(""), "VERSION = '2.0'\n");
 }
 
 }  // namespace

@@ -431,5 +431,54 @@ TEST_F(TxnSnapshotStore, DeletingATakenSnapshotDropsOnlyTheLinksItAdded) {
   EXPECT_EQ(fingerprint(m_venv), first_print);
 }
 
+// The guard's retention: only the snapshots whose reason has the prefix are counted and deleted,
+// the links only they held go, and below the limit no manifest is read (an unreadable one does
+// not matter then). Deciding what a manifest references reads only its F entries' numbers, and
+// one that are not numbers keeps every link.
+TEST_F(TxnSnapshotStore, PruningByReasonCountsAndDeletesOnlyThoseSnapshots) {
+  SnapshotInfo users = snapshot("snapshot create");
+  write_text(site() / "only_first.py", "held by the first guard snapshot only\n");
+  SnapshotInfo first = snapshot("guard: pip install a");
+  struct stat only_first {};
+  ASSERT_EQ(::lstat((site() / "only_first.py").c_str(), &only_first), 0);
+  const std::string only_first_link = store_key(entry_from_stat('F', only_first, "x"));
+  fs::remove(site() / "only_first.py");
+  replace("pkg/__init__.py", "x = 2\n");
+  SnapshotInfo second = snapshot("guard: pip install b");
+  SnapshotInfo third = snapshot("guard: pip install c");
+  ASSERT_TRUE(fs::exists(store() / only_first_link));
+  auto pruned = prune_snapshots_with_reason(m_venv, *m_lock, 2, "guard: ");
+  ASSERT_TRUE(pruned) << pruned.error().message;
+  EXPECT_EQ(*pruned, std::vector<std::string>{first.id});
+  auto listed = list_snapshots(m_venv);
+  ASSERT_TRUE(listed);
+  std::vector<std::string> ids;
+  for (const SnapshotInfo& info : *listed) ids.push_back(info.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{users.id, second.id, third.id}));
+  EXPECT_FALSE(fs::exists(store() / only_first_link));
+  const std::size_t links = count_entries(store());
+  // The user's manifest with an F entry whose inode is not a number.
+  const fs::path users_manifest = snapshots_dir(m_venv) / users.id / "manifest";
+  std::string text = read_text(users_manifest);
+  const std::size_t entry = text.find("\nF ");
+  ASSERT_NE(entry, std::string::npos);
+  std::size_t field = entry + 3;
+  for (int i = 0; i < 3; ++i) field = text.find(' ', field) + 1;  // mode, size, dev: the inode
+  text.insert(field, "x");
+  write_text(users_manifest, text);
+  auto below_limit = prune_snapshots_with_reason(m_venv, *m_lock, 2, "guard: ");
+  ASSERT_TRUE(below_limit) << "nothing to delete, so nothing read: " << below_limit.error().message;
+  EXPECT_TRUE(below_limit->empty());
+  replace("pkg/__init__.py", "x = 3\n");
+  snapshot("guard: pip install d");
+  auto refused = prune_snapshots_with_reason(m_venv, *m_lock, 1, "guard: ");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("kept every link"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("bad file entry"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(count_entries(store()), links + 1) << "the new snapshot's link, and none dropped";
+}
+
 }  // namespace
 }  // namespace venvfix::txn

@@ -28,6 +28,8 @@ struct RunOptions {
   txn::KeepSnapshot keep_snapshot = txn::KeepSnapshot::no;
   // The probe after the command when the venv had no break before it; nullopt: none.
   std::optional<verify::ProbeOptions> probe;
+  // Who ran it: the snapshot's reason is "<by>: <command>" (the guard prunes its own by it).
+  std::string by = "run";
 };
 
 struct RunOutcome {

@@ -9,7 +9,9 @@
 // exec'd untouched, changing ones run guarded. VENVFIX_GUARD=0 runs one command unguarded.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,16 +41,26 @@ struct WrappedScript {
   bool intact = true;  // false: bin/<name> is no longer the wrapper (pip rewrote it)
 };
 
+// How many of its snapshots the guard keeps unless told otherwise (`guard enable --keep N`).
+inline constexpr std::size_t k_default_keep = 10;
+// The reason every snapshot a guarded command takes begins with: the guard prunes only those.
+inline constexpr std::string_view k_snapshot_reason_prefix = "guard: ";
+
 struct GuardStatus {
   bool enabled = false;
   fs::path venvfix;  // the binary the wrappers call
   std::vector<WrappedScript> scripts;
+  // The newest this many of the guard's snapshots are kept; older ones go after each guarded
+  // command (with the store links only they held).
+  std::size_t keep = k_default_keep;
 };
 
-// Installs the wrappers (idempotent: an enabled guard is refreshed). `venvfix` is the absolute
-// path of the binary the wrappers call. Errors: no installer script in bin/ to wrap (naming
-// the directory), a file that cannot be linked or written (naming it).
-Result<GuardStatus> enable(const env::Venv& venv, const fs::path& venvfix);
+// Installs the wrappers (idempotent: an enabled guard is refreshed, keeping its `keep` unless one
+// is given). `venvfix` is the absolute path of the binary the wrappers call. Errors: no installer
+// script in bin/ to wrap (naming the directory), a file that cannot be linked or written (naming
+// it).
+Result<GuardStatus> enable(const env::Venv& venv, const fs::path& venvfix,
+                           std::optional<std::size_t> keep = std::nullopt);
 // Puts every original back (a script pip rewrote since is left as pip wrote it, and said so in
 // the returned status) and removes .venvfix/guard; .venvfix itself too when the guard made it.
 Result<GuardStatus> disable(const env::Venv& venv);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "venvfix/base/fs.hpp"
@@ -108,6 +109,14 @@ Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::
 // Deletes all but the newest `keep` snapshots; returns the deleted ids.
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
                                                  std::size_t keep);
+// Deletes all but the newest `keep` of the snapshots whose reason starts with `reason_prefix`
+// (the others are neither deleted nor counted), then the store links no remaining snapshot
+// references; returns the deleted ids. Reads only the snapshots' headers when none is to go. The
+// guard's retention: every guarded pip call keeps a snapshot, and its store links keep the files
+// that call replaced.
+Result<std::vector<std::string>> prune_snapshots_with_reason(const env::Venv& venv,
+                                                             const VenvLock& lock, std::size_t keep,
+                                                             std::string_view reason_prefix);
 
 // How the venv now differs from the snapshot's state (venv-relative paths, sorted): restoring
 // would add back `removed`, take out `added`, and put back `changed`.
