@@ -1,11 +1,11 @@
 #include "venvfix/fetch/cache_lock.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "venvfix/base/file_lock.hpp"
 #include "venvfix/fetch/cache_layout.hpp"
 
 namespace venvfix::fetch {
@@ -25,11 +25,9 @@ Result<CacheLock> CacheLock::acquire(const std::filesystem::path& cache_dir, Mod
     return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
   }
   Fd fd(opened);
-  const int operation = mode == Mode::shared ? LOCK_SH : LOCK_EX;
-  if (::flock(fd.get(), operation | LOCK_NB) == 0) return CacheLock(std::move(fd));
-  if (errno != EWOULDBLOCK) {
-    return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
-  }
+  const FlockMode flock_mode = mode == Mode::shared ? FlockMode::shared : FlockMode::exclusive;
+  VENVFIX_TRY_ASSIGN(bool taken, try_flock(fd, flock_mode, path));
+  if (taken) return CacheLock(std::move(fd));
   if (wait == Wait::fail) {
     return make_error(ExitCode::locked,
                       "the cache {} is in use by another venvfix{}; try again when it has "
@@ -38,11 +36,7 @@ Result<CacheLock> CacheLock::acquire(const std::filesystem::path& cache_dir, Mod
                       mode == Mode::exclusive ? " (an apply, plan or fetch)" : " (cache prune)");
   }
   if (on_wait) on_wait();
-  while (::flock(fd.get(), operation) != 0) {
-    if (errno != EINTR) {
-      return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
-    }
-  }
+  VENVFIX_TRY(wait_flock(fd, flock_mode, path));
   return CacheLock(std::move(fd));
 }
 

@@ -1,7 +1,6 @@
 #include "venvfix/txn/lock.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "venvfix/base/file_lock.hpp"
 #include "venvfix/txn/journal.hpp"
 
 namespace venvfix::txn {
@@ -39,10 +39,8 @@ Result<VenvLock> VenvLock::acquire(const env::Venv& venv, LockWait wait) {
   }
   fs::path path = dir / "lock";
   VENVFIX_TRY_ASSIGN(Fd fd, open_file(path, O_RDWR | O_CREAT, 0644));
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) {
-      return make_error(ExitCode::error, "cannot lock {}: {}", path.string(), errno_message(errno));
-    }
+  VENVFIX_TRY_ASSIGN(bool taken, try_flock(fd, FlockMode::exclusive, path));
+  if (!taken) {
     std::string pid = holder_pid(fd.get());
     if (wait == LockWait::fail) {
       return make_error(ExitCode::locked,
@@ -51,12 +49,7 @@ Result<VenvLock> VenvLock::acquire(const env::Venv& venv, LockWait wait) {
                         venv.root.string(), holder_phrase(pid));
     }
     spdlog::info("waiting for {} to release the venv {}", holder_phrase(pid), venv.root.string());
-    while (::flock(fd.get(), LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        return make_error(ExitCode::error, "cannot lock {}: {}", path.string(),
-                          errno_message(errno));
-      }
-    }
+    VENVFIX_TRY(wait_flock(fd, FlockMode::exclusive, path));
   }
   std::string pid = fmt::format("{}\n", ::getpid());
   if (::ftruncate(fd.get(), 0) != 0 ||

@@ -17,6 +17,7 @@
 
 #include "plan/plan_test_support.hpp"
 #include "support/commands.hpp"
+#include "support/flock_waiters.hpp"
 #include "support/scratch_test.hpp"
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
@@ -27,6 +28,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using venvfix::testing::CommandResult;
+using venvfix::testing::someone_waits_in_flock;
 using json = nlohmann::json;
 
 class CacheCli : public venvfix::testing::ScratchTest {
@@ -210,25 +212,6 @@ bool still_running(const std::future<T>& running) {
   return running.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
 }
 
-// Whether, within `limit`, a process blocks in flock(2) on `file`: /proc/locks lists such a
-// waiter as "N: -> FLOCK ADVISORY READ|WRITE <pid> <major>:<minor>:<inode> …".
-bool a_process_waits_for(const fs::path& file, std::chrono::seconds limit) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return false;
-  const std::string inode = ":" + std::to_string(st.st_ino) + " ";
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    std::ifstream locks("/proc/locks");
-    for (std::string line; std::getline(locks, line);) {
-      if (line.find(" -> FLOCK ") != std::string::npos && line.find(inode) != std::string::npos) {
-        return true;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // Prune never removes what a running apply may install from: the apply holds the cache's lock
 // shared from its start to its end (here it pauses in its --verify-cmd, after staging from the
 // cache), prune needs it alone. Without --wait prune exits 6 naming the cache and removes nothing;
@@ -257,7 +240,7 @@ TEST_F(CacheCli, PruneAndApplyNeverUseTheCacheAtTheSameTime) {
   auto waiting = std::async(std::launch::async, [&] {
     return venvfix(path("no-venv"), {"--json", "cache", "prune", "--unused-for", "0", "--wait"});
   });
-  EXPECT_TRUE(a_process_waits_for(path("cache/lock"), std::chrono::seconds(120)));
+  EXPECT_TRUE(someone_waits_in_flock(path("cache/lock"), std::chrono::seconds(120)));
   EXPECT_TRUE(still_running(waiting)) << "prune went on while the apply used the cache";
   EXPECT_EQ(unpacked_entries().size(), entries);
   txn::testing::write_text(release, "");
@@ -275,7 +258,7 @@ TEST_F(CacheCli, PruneAndApplyNeverUseTheCacheAtTheSameTime) {
   auto blocked = std::async(std::launch::async, [&] {
     return venvfix(scenario("seed"), {"apply", "--yes"}, false);
   });
-  EXPECT_TRUE(a_process_waits_for(path("cache/lock"), std::chrono::seconds(120)))
+  EXPECT_TRUE(someone_waits_in_flock(path("cache/lock"), std::chrono::seconds(120)))
       << "no apply waits for the cache";
   EXPECT_TRUE(still_running(blocked)) << "an apply used the cache during a prune";
   lock->release();
