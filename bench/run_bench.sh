@@ -61,6 +61,18 @@ warm() {
   "$1" --venv "$2" guard disable >/dev/null
 }
 warm "$venvfix" "$venv"
+# prune_copy BINARY VENV NAME: a copy of VENV for the prune row, holding 10 snapshots of its own,
+# so that the row's prune never deletes the guard rows' snapshots (a guard below its limit prunes
+# nothing). Prints its path.
+prune_copy() {
+  local copy=$work/$3
+  rm -rf "$copy"
+  cp -a "$2" "$copy"
+  "$1" --venv "$copy" -q snapshot prune --keep 0 >/dev/null
+  for _ in $(seq 1 10); do "$1" --venv "$copy" -q snapshot create >/dev/null; done
+  echo "$copy"
+}
+prune_venv=$(prune_copy "$venvfix" "$venv" big-prune)
 rows=(
   -n '`python -m pip --version`' -c "$venv/bin/python -m pip --version"
   -n '`venvfix run -- true` (warm)' -c "$venvfix --venv $venv run -- true"
@@ -71,20 +83,22 @@ rows=(
   -n '… guard on, `VENVFIX_GUARD=0`' -p "$venvfix --venv $venv guard enable"
   -c "VENVFIX_GUARD=0 $venv/$pip_install"
   -n '`venvfix snapshot prune --keep 10` (11 kept: reads 10)'
-  -p "$venvfix --venv $venv -q snapshot create" -c "$venvfix --venv $venv snapshot prune --keep 10"
+  -p "$venvfix --venv $prune_venv -q snapshot create"
+  -c "$venvfix --venv $prune_venv snapshot prune --keep 10"
 )
 if [ -n "${BASELINE:-}" ]; then
   base_venv=$(bench_big_venv "$work" big-baseline)
   echo "baseline: $BASELINE ($("$BASELINE" --version)) on $base_venv"
   warm "$BASELINE" "$base_venv"
+  base_prune_venv=$(prune_copy "$BASELINE" "$base_venv" big-baseline-prune)
   rows+=(
     -n '`venvfix run -- true` (warm), baseline' -c "$BASELINE --venv $base_venv run -- true"
     -n '`venvfix doctor` (warm), baseline' -c "$BASELINE --venv $base_venv doctor"
     -n '… guard on, baseline' -p "$BASELINE --venv $base_venv guard enable"
     -c "$base_venv/$pip_install"
     -n '`venvfix snapshot prune --keep 10`, baseline'
-    -p "$BASELINE --venv $base_venv -q snapshot create"
-    -c "$BASELINE --venv $base_venv snapshot prune --keep 10"
+    -p "$BASELINE --venv $base_prune_venv -q snapshot create"
+    -c "$BASELINE --venv $base_prune_venv snapshot prune --keep 10"
   )
 fi
 echo
@@ -104,7 +118,7 @@ echo
 python3 bench/interleaved.py --rounds "${ROUNDS:-10}" --warmup "${WARMUP:-2}" "${rows[@]}"
 "$venvfix" --venv "$venv" guard disable >/dev/null
 echo
-echo "snapshots the guarded installs kept: $("$venvfix" --venv "$venv" snapshot list | grep -c 'bin/pip' || true)"
+echo "snapshots the guarded installs kept: $("$venvfix" --venv "$venv" snapshot list | grep -c 'bin/pip' || true) (the guard keeps 10)"
 if [ -n "${BASELINE:-}" ]; then
   echo "… baseline: $("$BASELINE" --venv "$base_venv" snapshot list | grep -c 'bin/pip' || true)"
 fi
