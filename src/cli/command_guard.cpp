@@ -101,6 +101,10 @@ Result<int> run_guard_change(const GlobalOptions& options, std::string_view acti
 // failure here is said, never the command's: what it did stands, and `snapshot prune` can finish.
 void prune_guard_snapshots(const env::Venv& venv, const txn::VenvLock& lock) {
   auto guarded = guard::status(venv);
+  if (!guarded) {
+    spdlog::warn("venvfix guard: {}; keeping the newest {} of the guard's snapshots",
+                 guarded.error().message, guard::k_default_keep);
+  }
   const std::size_t keep = guarded && guarded->enabled ? guarded->keep : guard::k_default_keep;
   auto pruned = txn::prune_snapshots_with_reason(venv, lock, keep, guard::k_snapshot_reason_prefix);
   if (!pruned) {

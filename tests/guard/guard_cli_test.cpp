@@ -220,6 +220,10 @@ TEST_F(GuardCli, TheGuardKeepsTheNewestNOfItsSnapshotsAndFreesWhatOnlyTheOthersH
   EXPECT_EQ(guard_status()["keep"], 2);
   ASSERT_EQ(venvfix_cli(m_venv, {"guard", "enable"}).exit_code, 0);
   EXPECT_EQ(guard_status()["keep"], 2) << "enable again kept the limit it was given";
+  auto none_kept = venvfix_cli(m_venv, {"guard", "enable", "--keep", "0"});
+  EXPECT_EQ(none_kept.exit_code, 2) << none_kept.err;
+  EXPECT_THAT(none_kept.err, HasSubstr("--keep must be 1 or more"));
+  EXPECT_EQ(guard_status()["keep"], 2);
   ASSERT_EQ(venvfix_cli(m_venv, {"snapshot", "create"}).exit_code, 0);  // the user's own
   const fs::path module = env::open_venv_at(m_venv)->purelib / "harmless.py";
   // The store name of what `module` is now (link_store.hpp: dev-ino-size-mtime-mode).
@@ -256,6 +260,19 @@ TEST_F(GuardCli, TheGuardKeepsTheNewestNOfItsSnapshotsAndFreesWhatOnlyTheOthersH
   auto rolled_back = venvfix_cli(m_venv, {"rollback", before_three});
   ASSERT_EQ(rolled_back.exit_code, 0) << rolled_back.err;
   EXPECT_EQ(read_file(module).value_or(""), "VERSION = '2.0'\n");
+  // A state whose limit cannot be read is named; a guarded command still runs, keeping the default.
+  const fs::path state = m_venv / ".venvfix/guard/guard.json";
+  auto document = nlohmann::json::parse(read_file(state).value_or(""), nullptr, false);
+  document["keep"] = 0;
+  ASSERT_TRUE(write_file_atomic(state, document.dump()));
+  auto shown = venvfix_cli(m_venv, {"guard", "status"});
+  EXPECT_EQ(shown.exit_code, 1);
+  EXPECT_THAT(shown.err, HasSubstr(state.string()));
+  EXPECT_THAT(shown.err, HasSubstr("\"keep\" is 0"));
+  // `true` stands in for pip: the classifier reads `install` as a change, so it runs guarded.
+  auto guarded = venvfix_cli(m_venv, {"guard", "exec", "--", "true", "install", "nothing"});
+  EXPECT_EQ(guarded.exit_code, 0) << guarded.err;
+  EXPECT_THAT(guarded.err, HasSubstr("keeping the newest 10 of the guard's snapshots"));
 }
 
 }  // namespace
