@@ -78,6 +78,7 @@ class DistInfoCli : public ::testing::Test {
     write_text(d / "make_wheel.py", k_make_wheel);
     write_text(d / "pip_killed.py", k_pip_killed_at_commit);
     fs::create_directories(d / "wheels");
+    fs::create_directories(d / "tmp");
     for (const char* lib : {"needed", "spare"}) {
       write_text(d / (std::string(lib) + ".c"), "int answer(void) { return 42; }\n");
       ASSERT_EQ(
@@ -146,9 +147,11 @@ class DistInfoCli : public ::testing::Test {
   }
   static int pip(const fs::path& venv, const std::string& arguments,
                  const std::string& script = "-m pip") {
-    return test_support::run_command(shell_quote((venv / "bin/python").string()) + " " + script +
-                                     " --disable-pip-version-check --no-input -q " + arguments +
-                                     " >&2; exit $?")
+    // pip's temporaries in the suite's own directory: a pip killed below leaves them behind.
+    return test_support::run_command("TMPDIR=" + shell_quote((s_dir->path() / "tmp").string()) +
+                                     " " + shell_quote((venv / "bin/python").string()) + " " +
+                                     script + " --disable-pip-version-check --no-input -q " +
+                                     arguments + " >&2; exit $?")
         .status;
   }
   int pip_killed_at_commit(const std::string& arguments) {
