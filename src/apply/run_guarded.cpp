@@ -171,7 +171,12 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   auto& [taken, before] = snapshot_and_before;
   const txn::SnapshotInfo& snapshot = taken.info;
   RunOutcome outcome;
-  VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
+  {
+    // Joined when the command has finished, on every way out (a std::async future waits).
+    std::future<void> beside;
+    if (options.beside_command) beside = std::async(std::launch::async, options.beside_command);
+    VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
+  }
   const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   if (left_unchanged(venv, taken)) {
     spdlog::debug("`{}` changed nothing in the venv: no analysis after it", what);

@@ -96,9 +96,10 @@ Result<int> run_guard_change(const GlobalOptions& options, std::string_view acti
   return 0;
 }
 
-// The guard's retention, after each guarded command (rolled back or not): its snapshots beyond
-// the newest `keep` go, with the store links only they held (the files the commands replaced). A
-// failure here is said, never the command's: what it did stands, and `snapshot prune` can finish.
+// The guard's retention, while each guarded command runs: its snapshots beyond the newest `keep`
+// go (the one just taken for this command among those kept), with the store links only they held
+// (the files earlier commands replaced). A failure here is said, never the command's: what it did
+// stands, and `snapshot prune` can finish.
 void prune_guard_snapshots(const env::Venv& venv, const txn::VenvLock& lock) {
   auto guarded = guard::status(venv);
   if (!guarded) {
@@ -136,15 +137,16 @@ Result<int> run_guard_exec(const GlobalOptions& options, const GuardArgs& args) 
   run_options.probe =
       std::nullopt;  // the static analysis judges; a probe per pip call costs an import
   run_options.by = "guard";
-  auto outcome = apply::run_guarded(session.venv, lock, args.command, session.manifests,
-                                    session.system, run_options);
-  prune_guard_snapshots(session.venv, lock);
-  VENVFIX_TRY(outcome);
-  if (!outcome->snapshot.empty()) {
+  // While the installer runs (its snapshot is taken, and it is the newest: never pruned).
+  run_options.beside_command = [&] { prune_guard_snapshots(session.venv, lock); };
+  VENVFIX_TRY_ASSIGN(apply::RunOutcome outcome,
+                     apply::run_guarded(session.venv, lock, args.command, session.manifests,
+                                        session.system, run_options));
+  if (!outcome.snapshot.empty()) {
     spdlog::info("venvfix guard: snapshot {} kept (`venvfix rollback {}` undoes `{}`)",
-                 outcome->snapshot, outcome->snapshot, join(args.command, " "));
+                 outcome.snapshot, outcome.snapshot, join(args.command, " "));
   }
-  return outcome->status;
+  return outcome.status;
 }
 
 void add_guard_subcommands(CLI::App& guard, CommandContext& context,

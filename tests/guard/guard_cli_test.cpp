@@ -275,5 +275,29 @@ TEST_F(GuardCli, TheGuardKeepsTheNewestNOfItsSnapshotsAndFreesWhatOnlyTheOthersH
   EXPECT_THAT(guarded.err, HasSubstr("keeping the newest 10 of the guard's snapshots"));
 }
 
+// The guard prunes while the installer runs. At a limit of one, the snapshot taken for a breaking
+// uninstall is the one kept: the older one goes, with the link of a file only it held, while pip
+// uninstalls, and the rollback still puts back every file exactly.
+TEST_F(GuardCli, AtItsLimitTheGuardPrunesBesideTheCommandAndStillRollsBack) {
+  ASSERT_EQ(venvfix_cli(m_venv, {"guard", "enable", "--keep", "1"}).exit_code, 0);
+  const std::string wheel = harmless_wheel("1.0").string();
+  ASSERT_EQ(pip({"install", "--no-deps", "--no-index", wheel}).exit_code, 0);
+  CommandResult reinstalled =
+      pip({"install", "--no-deps", "--no-index", "--force-reinstall", wheel});
+  ASSERT_EQ(reinstalled.exit_code, 0) << reinstalled.err;
+  const std::vector<std::string> before_uninstall = snapshot_reasons();
+  ASSERT_EQ(before_uninstall.size(), 1U);
+  EXPECT_THAT(before_uninstall[0], HasSubstr("--force-reinstall"));
+  const auto before = print_of(m_venv);
+  CommandResult uninstalled = pip({"uninstall", "-y", "nvidia-cudnn-cu12"});
+  EXPECT_EQ(uninstalled.exit_code, 5) << uninstalled.out << uninstalled.err;
+  EXPECT_THAT(uninstalled.err, HasSubstr("rolled back"));
+  const auto after = print_of(m_venv);
+  EXPECT_EQ(after, before) << txn::describe_difference(before, after);
+  const std::vector<std::string> reasons = snapshot_reasons();
+  ASSERT_EQ(reasons.size(), 1U) << ::testing::PrintToString(reasons);
+  EXPECT_THAT(reasons[0], HasSubstr("uninstall -y nvidia-cudnn-cu12"));
+}
+
 }  // namespace
 }  // namespace venvfix::guard

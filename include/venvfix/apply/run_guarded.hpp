@@ -4,6 +4,7 @@
 // before, a failing probe).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct RunOptions {
   std::optional<verify::ProbeOptions> probe;
   // Who ran it: the snapshot's reason is "<by>: <command>" (the guard prunes its own by it).
   std::string by = "run";
+  // Work done on another thread while the command runs, finished before anything after the
+  // command reads the venv or its snapshots (the guard's prune of its older snapshots, which
+  // reads and removes only what the snapshot just taken does not need). Empty: none.
+  std::function<void()> beside_command;
 };
 
 struct RunOutcome {
