@@ -161,7 +161,7 @@ void add_guard_subcommands(CLI::App& guard, CommandContext& context,
     if (name == "enable") {
       sub->add_option("--keep", args->keep,
                       "How many of its snapshots the guard keeps, newest first (default 10); "
-                      "older ones go after each guarded command");
+                      "older ones go during each guarded command");
     }
     sub->callback([&context, name, args] {
       context.run = [&context, name, args] {

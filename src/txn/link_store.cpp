@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -180,6 +181,17 @@ Status mark_referenced(const fs::path& file, const StoreNameIndex& names,
   });
 }
 
+// Whether walk-base is one of `manifests` (the same inode): then a drop that keeps every link they
+// reference keeps every link of the last walk.
+bool walk_base_among(const env::Venv& venv, const std::vector<fs::path>& manifests) {
+  auto walk_base = file_identity(walk_base_file(venv));
+  if (!walk_base) return false;
+  return std::any_of(manifests.begin(), manifests.end(), [&](const fs::path& manifest) {
+    auto id = file_identity(manifest);
+    return id && id->device == walk_base->device && id->inode == walk_base->inode;
+  });
+}
+
 }  // namespace
 
 Result<std::size_t> drop_unreferenced_store_links(const env::Venv& venv) {
@@ -211,7 +223,14 @@ Result<std::size_t> drop_unreferenced_store_links(const env::Venv& venv) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (!referenced[i].load(std::memory_order_relaxed)) unreferenced.push_back(names[i]);
   }
+  // The store held every file of the last walk, and the last walk is a snapshot kept (the guard's
+  // newest): that stays true after the drop, so the record is made again for the new store
+  // directory, and the next snapshot (the next guarded command's) need not read the store.
+  auto store_fd = open_file(store, O_RDONLY | O_DIRECTORY);
+  const bool still_held =
+      store_fd && store_record_holds(venv, store_fd->get()) && walk_base_among(venv, manifests);
   VENVFIX_TRY(drop_store_links(venv, unreferenced));
+  if (still_held && !unreferenced.empty()) remember_store(venv, store_fd->get());
   spdlog::debug("store {}: dropped {} of {} links, {} snapshots read", store.string(),
                 unreferenced.size(), names.size(), manifests.size());
   return unreferenced.size();

@@ -75,6 +75,13 @@ bool WalkBase::links_held(const env::Venv& venv, int store_fd) const {
   return recorded && store && *recorded == store_state_text(m_file, *store);
 }
 
+bool store_record_holds(const env::Venv& venv, int store_fd) {
+  auto recorded = read_file(store_state_file(venv), 4096);
+  auto walk_base = file_identity(walk_base_file(venv));
+  auto store = store_identity(store_fd);
+  return recorded && walk_base && store && *recorded == store_state_text(*walk_base, *store);
+}
+
 void remember_store(const env::Venv& venv, int store_fd) {
   const fs::path file = store_state_file(venv);
   auto walk_base = file_identity(walk_base_file(venv));

@@ -78,6 +78,9 @@ bool remember_walk(const env::Venv& venv, const fs::path& manifest);
 void remember_store(const env::Venv& venv, int store_fd);
 // Removes the record (before links are dropped from the store).
 Status forget_store(const env::Venv& venv);
+// Whether the record matches walk-base and the store (opened as `store_fd`) as they are now:
+// WalkBase::links_held without reading walk-base's manifest.
+bool store_record_holds(const env::Venv& venv, int store_fd);
 
 // The filesystem's clock now: the ctime of <venv>/.venvfix/clock right after touching it. Every
 // inode change after this call gets a ctime at least this (the kernel's timestamps never go back,

@@ -470,7 +470,11 @@ TEST_F(TxnSnapshotStore, PruningByReasonCountsAndDeletesOnlyThoseSnapshots) {
   ASSERT_TRUE(below_limit) << "nothing to delete, so nothing read: " << below_limit.error().message;
   EXPECT_TRUE(below_limit->empty());
   replace("pkg/__init__.py", "x = 3\n");
-  snapshot("guard: pip install d");
+  // The first prune kept the newest snapshot, the last walk, so the store still held every file
+  // of it: the record was made again, and this snapshot does not read the store.
+  SnapshotInfo fourth = snapshot("guard: pip install d");
+  EXPECT_FALSE(fourth.store_read);
+  EXPECT_EQ(fourth.linked, 1u);
   auto refused = prune_snapshots_with_reason(m_venv, *m_lock, 1, "guard: ");
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("kept every link"), std::string::npos)

@@ -50,7 +50,7 @@ struct GuardStatus {
   bool enabled = false;
   fs::path venvfix;  // the binary the wrappers call
   std::vector<WrappedScript> scripts;
-  // The newest this many of the guard's snapshots are kept; older ones go after each guarded
+  // The newest this many of the guard's snapshots are kept; older ones go during each guarded
   // command (with the store links only they held).
   std::size_t keep = k_default_keep;
 };
