@@ -69,17 +69,24 @@ std::optional<FileIdentity> store_identity(int store_fd) {
 
 }  // namespace
 
-bool WalkBase::links_held(const env::Venv& venv, int store_fd) const {
+namespace {
+
+// Whether the store-state record names walk-base as `walk_base` and the store as it is now.
+bool record_matches(const env::Venv& venv, const FileIdentity& walk_base, int store_fd) {
   auto recorded = read_file(store_state_file(venv), 4096);
   auto store = store_identity(store_fd);
-  return recorded && store && *recorded == store_state_text(m_file, *store);
+  return recorded && store && *recorded == store_state_text(walk_base, *store);
+}
+
+}  // namespace
+
+bool WalkBase::links_held(const env::Venv& venv, int store_fd) const {
+  return record_matches(venv, m_file, store_fd);
 }
 
 bool store_record_holds(const env::Venv& venv, int store_fd) {
-  auto recorded = read_file(store_state_file(venv), 4096);
   auto walk_base = file_identity(walk_base_file(venv));
-  auto store = store_identity(store_fd);
-  return recorded && walk_base && store && *recorded == store_state_text(*walk_base, *store);
+  return walk_base && record_matches(venv, *walk_base, store_fd);
 }
 
 void remember_store(const env::Venv& venv, int store_fd) {
