@@ -117,16 +117,20 @@ Status discard_snapshot(const env::Venv& venv, const VenvLock& lock, const std::
 
 namespace {
 
-// The snapshots prune deletes: all but the newest `keep` of those `counts` accepts (oldest first).
+// Deletes all but the newest `keep` of the snapshots `counts` accepts (oldest first); returns
+// their ids. The store links they held are left to the caller's drop.
 template <typename Counts>
-std::vector<std::string> beyond_newest(const std::vector<SnapshotInfo>& all, std::size_t keep,
-                                       Counts counts) {
+Result<std::vector<std::string>> remove_beyond_newest(const env::Venv& venv, std::size_t keep,
+                                                      Counts counts) {
+  VENVFIX_TRY(require_no_unfinished_transaction(venv));
+  VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
   std::vector<std::string> counted;
   for (const SnapshotInfo& info : all) {
     if (counts(info)) counted.push_back(info.id);
   }
-  if (counted.size() <= keep) return {};
+  if (counted.size() <= keep) return std::vector<std::string>{};
   counted.resize(counted.size() - keep);
+  for (const std::string& id : counted) VENVFIX_TRY(remove_snapshot(venv, id));
   return counted;
 }
 
@@ -135,11 +139,8 @@ std::vector<std::string> beyond_newest(const std::vector<SnapshotInfo>& all, std
 Result<std::vector<std::string>> prune_snapshots(const env::Venv& venv, const VenvLock& lock,
                                                  std::size_t keep) {
   (void)lock;
-  VENVFIX_TRY(require_no_unfinished_transaction(venv));
-  VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
-  const std::vector<std::string> deleted =
-      beyond_newest(all, keep, [](const SnapshotInfo&) { return true; });
-  for (const std::string& id : deleted) VENVFIX_TRY(remove_snapshot(venv, id));
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> deleted,
+                     remove_beyond_newest(venv, keep, [](const SnapshotInfo&) { return true; }));
   // Garbage: directories without a manifest (an interrupted create, delete or roll back).
   fs::path base = snapshots_dir(venv);
   VENVFIX_TRY_ASSIGN(std::vector<std::string> names, snapshot_dir_names(base));
@@ -155,12 +156,11 @@ Result<std::vector<std::string>> prune_snapshots_with_reason(const env::Venv& ve
                                                              const VenvLock& lock, std::size_t keep,
                                                              std::string_view reason_prefix) {
   (void)lock;
-  VENVFIX_TRY(require_no_unfinished_transaction(venv));
-  VENVFIX_TRY_ASSIGN(auto all, list_snapshots(venv));
-  const std::vector<std::string> deleted = beyond_newest(
-      all, keep, [&](const SnapshotInfo& info) { return info.reason.starts_with(reason_prefix); });
+  VENVFIX_TRY_ASSIGN(std::vector<std::string> deleted,
+                     remove_beyond_newest(venv, keep, [&](const SnapshotInfo& info) {
+                       return info.reason.starts_with(reason_prefix);
+                     }));
   if (deleted.empty()) return deleted;  // below the limit: no manifest is read
-  for (const std::string& id : deleted) VENVFIX_TRY(remove_snapshot(venv, id));
   VENVFIX_TRY(drop_unreferenced_store_links(venv));
   return deleted;
 }
