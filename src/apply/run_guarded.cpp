@@ -175,7 +175,8 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
     // Joined when the command has finished, on every way out (a std::async future waits).
     std::future<void> beside;
     if (options.beside_command) beside = std::async(std::launch::async, options.beside_command);
-    VENVFIX_TRY_ASSIGN(outcome.status, run_command(argv));
+    VENVFIX_TRY_ASSIGN(outcome.status,
+                       options.held != nullptr ? options.held->release() : run_command(argv));
   }
   const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   if (left_unchanged(venv, taken)) {

@@ -133,6 +133,7 @@ struct ChildPlan {
   int err_fd = -1;
   int result_fd = -1;
   int status_fd = -1;
+  int inherit_fd = -1;
   const SignalForwarding* signals = nullptr;
 };
 
@@ -163,6 +164,7 @@ struct ChildPlan {
   } else if (plan.result_fd >= 0) {
     ::dup2(plan.result_fd, 3);
   }
+  if (plan.inherit_fd >= 0) ::fcntl(plan.inherit_fd, F_SETFD, 0);
   ::execvpe(plan.c_args[0], plan.c_args.data(), plan.envp);
   fail(0);
   ::_exit(127);  // not reached: fail exits
@@ -183,6 +185,7 @@ void prepare_child(ChildPlan& plan, const std::vector<std::string>& argv,
     plan.mounts.emplace_back(plan.mount_paths[i].data(), plan.mount_paths[i + 1].data());
   }
   plan.capture = options.stdio == Stdio::capture;
+  plan.inherit_fd = options.inherit_fd;
 }
 
 // --- the parent --------------------------------------------------------------------------------

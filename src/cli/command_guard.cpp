@@ -130,9 +130,14 @@ Result<int> run_guard_exec(const GlobalOptions& options, const GuardArgs& args) 
     return make_error(ExitCode::error, "cannot run {}: {}", args.command.front(),
                       errno_message(errno));
   }
+  // pip's interpreter starts now and imports its modules while the venv is opened, locked,
+  // snapshotted and analysed; its own code runs once that is done (apply/held_command.hpp).
+  std::optional<apply::HeldCommand> held =
+      tool == guard::Tool::pip ? apply::HeldCommand::start(args.command) : std::nullopt;
   VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   VENVFIX_TRY_ASSIGN(txn::VenvLock lock, txn::VenvLock::acquire(session.venv, txn::LockWait::wait));
   apply::RunOptions run_options;
+  run_options.held = held ? &*held : nullptr;
   run_options.keep_snapshot = txn::KeepSnapshot::yes;
   run_options.probe =
       std::nullopt;  // the static analysis judges; a probe per pip call costs an import

@@ -30,6 +30,25 @@ TEST(Process, CapturesStreamsSeparatelyAndTheStatus) {
   EXPECT_FALSE(outcome->timed_out);
 }
 
+// The inherited fd stays open across exec (it is close-on-exec here, as every fd venvfix opens).
+TEST(Process, TheInheritedFdIsTheChildsAtTheSameNumber) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  Fd read_end(fds[0]);
+  Fd write_end(fds[1]);
+  ASSERT_EQ(::write(write_end.get(), "hello\n", 6), 6);
+  write_end = Fd();
+  ProcessOptions options;
+  options.inherit_fd = read_end.get();
+  const std::string fd = std::to_string(read_end.get());
+  auto outcome = run_process({"sh", "-c", "read -r line <&" + fd + " && echo \"$line\""}, options);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->out, "hello\n") << outcome->err;
+  auto without = run_process({"sh", "-c", "read -r line <&" + fd}, ProcessOptions{});
+  ASSERT_TRUE(without) << without.error().message;
+  EXPECT_NE(without->exit_code, 0) << "an fd not named is closed at exec";
+}
+
 TEST(Process, TheEnvironmentIsExactlyTheOneGiven) {
   ProcessOptions options;
   options.environment = std::vector<std::string>{"VENVFIX_TEST_VALUE=42", "PATH=/usr/bin:/bin"};

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "venvfix/apply/held_command.hpp"
 #include "venvfix/base/result.hpp"
 #include "venvfix/elf/system_view.hpp"
 #include "venvfix/env/venv.hpp"
@@ -35,6 +36,9 @@ struct RunOptions {
   // command reads the venv or its snapshots (the guard's prune of its older snapshots, which
   // reads and removes only what the snapshot just taken does not need). Empty: none.
   std::function<void()> beside_command;
+  // argv already started and held (HeldCommand::start, the guard): released once the snapshot
+  // and the analysis before it are done, instead of started then. Null: started then.
+  HeldCommand* held = nullptr;
 };
 
 struct RunOutcome {

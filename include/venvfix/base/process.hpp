@@ -50,6 +50,9 @@ struct ProcessOptions {
   std::vector<BindMount> bind_mounts;
   // The child's fd 3 is the write end of a pipe whose bytes come back in `result`.
   bool result_pipe = false;
+  // An fd of this process (3 or above, close-on-exec here) that the child keeps at the same number
+  // across exec: a channel the child reads (apply/held_command.hpp). -1: none.
+  int inherit_fd = -1;
 };
 
 struct ProcessOutcome {

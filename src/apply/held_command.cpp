@@ -1,0 +1,135 @@
+// HeldCommand: a Python script's interpreter started at once, its imports run, its script held
+// until released over a socket.
+#include "venvfix/apply/held_command.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+namespace venvfix::apply {
+
+namespace {
+
+// Run as `PYTHON -B -c BOOTSTRAP FD SCRIPT ARGS…`. Until released it writes nothing (-B: no
+// bytecode) and runs only imports; the script then runs as `PYTHON SCRIPT ARGS…` would run it:
+// sys.argv and sys.path[0] as Python sets them for a script, bytecode written as usual, the
+// script's own code under `__name__ == "__main__"` (runpy.run_path), its exit status Python's.
+// The socket closed without the byte (venvfix stopped before the command): it ends at once, and
+// a Ctrl-C before then ends it quietly with 130.
+constexpr const char* k_bootstrap = R"PY(import os, sys
+
+def venvfix_hold(fd, script):
+    import ast
+
+    def is_main_block(node):
+        test = getattr(node, "test", None)
+        return (isinstance(node, ast.If) and isinstance(test, ast.Compare)
+                and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == "__main__")
+
+    def is_docstring(node):
+        return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+    try:
+        with open(script, "rb") as f:
+            tree = ast.parse(f.read(), script)
+        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        if all(n in imports or is_main_block(n) or is_docstring(n) for n in tree.body):
+            module = ast.Module(body=imports, type_ignores=[])
+            exec(compile(module, script, "exec"), {"__name__": "__venvfix_held__"})
+    except Exception:
+        pass  # the script's own run meets it again and says so
+    go = os.read(fd, 1)
+    os.close(fd)
+    if go != b"1":
+        os._exit(0)
+
+fd = int(sys.argv[1])
+sys.argv = sys.argv[2:]
+sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
+try:
+    venvfix_hold(fd, sys.argv[0])
+except KeyboardInterrupt:
+    os._exit(130)
+sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+import runpy
+runpy.run_path(sys.argv[0], run_name="__main__")
+)PY";
+
+bool is_python_name(std::string_view name) {
+  if (!name.starts_with("python")) return false;
+  name.remove_prefix(6);
+  return name.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> python_script_interpreter(const fs::path& script) {
+  std::ifstream in(script, std::ios::binary);
+  std::string line;
+  if (!in || !std::getline(in, line) || !line.starts_with("#!")) return std::nullopt;
+  if (line.ends_with('\r')) line.pop_back();
+  const std::string interpreter = line.substr(2);
+  const fs::path path(interpreter);
+  if (!path.is_absolute() || interpreter.find_first_of(" \t") != std::string::npos ||
+      !is_python_name(path.filename().string()) || ::access(interpreter.c_str(), X_OK) != 0) {
+    return std::nullopt;
+  }
+  return interpreter;
+}
+
+HeldCommand::HeldCommand(Fd go, std::future<Result<ProcessOutcome>> ended)
+    : m_go(std::move(go)), m_ended(std::move(ended)) {}
+
+std::optional<HeldCommand> HeldCommand::start(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv.front().find('/') == std::string::npos) return std::nullopt;
+  const std::optional<std::string> interpreter = python_script_interpreter(argv.front());
+  if (!interpreter) return std::nullopt;
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    spdlog::debug("cannot hold {}: socketpair: {}", argv.front(), errno_message(errno));
+    return std::nullopt;
+  }
+  Fd ours(fds[0]);
+  Fd theirs(fds[1]);
+  std::vector<std::string> held = {*interpreter, "-B", "-c", k_bootstrap,
+                                   std::to_string(theirs.get())};
+  held.insert(held.end(), argv.begin(), argv.end());
+  ProcessOptions options;
+  options.stdio = Stdio::inherit;
+  options.timeout_ms = std::nullopt;
+  options.forward_signals = ForwardSignals::yes;
+  options.inherit_fd = theirs.get();
+  // The child's end stays open here until the child has ended (it is close-on-exec for every
+  // other child); only closing ours tells the child to end unreleased.
+  auto ended =
+      std::async(std::launch::async, [held = std::move(held), options, theirs = std::move(theirs)] {
+        return run_process(held, options);
+      });
+  spdlog::debug("started `{}` held: its interpreter imports while venvfix gets ready",
+                argv.front());
+  return HeldCommand(std::move(ours), std::move(ended));
+}
+
+HeldCommand::~HeldCommand() {
+  if (!m_ended.valid()) return;
+  m_go = Fd();
+  m_ended.wait();
+}
+
+Result<int> HeldCommand::release() {
+  const char go = '1';
+  // A command that already ended (a forwarded signal) reads nothing: no SIGPIPE for that.
+  (void)::send(m_go.get(), &go, 1, MSG_NOSIGNAL);
+  m_go = Fd();
+  VENVFIX_TRY_ASSIGN(ProcessOutcome outcome, m_ended.get());
+  if (!outcome.err.empty()) spdlog::error("{}", outcome.err.substr(0, outcome.err.find('\n')));
+  return outcome.exit_code;
+}
+
+}  // namespace venvfix::apply
