@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <future>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
@@ -92,11 +93,11 @@ Result<int> run_command(const std::vector<std::string>& argv) {
   return outcome.exit_code;
 }
 
-// What the command broke: the new breaks, else (the venv whole before) the probe's problems.
-std::vector<std::string> judge(const verify::Analysis& before, const verify::Analysis& after,
+// What the command broke: the new breaks (against `was`, the breaks before it), else (the venv
+// whole before) the probe's problems.
+std::vector<std::string> judge(const std::vector<plan::Break>& was, const verify::Analysis& after,
                                const manifest::Manifests& manifests, const RunOptions& options,
                                std::optional<EarlyProbe>& early) {
-  const std::vector<plan::Break> was = plan::breakage(before);
   std::vector<std::string> broke;
   for (const plan::Break& b : plan::new_breaks(was, plan::breakage(after))) {
     broke.push_back(b.message);
@@ -105,22 +106,51 @@ std::vector<std::string> judge(const verify::Analysis& before, const verify::Ana
   return broke;
 }
 
-// Whether the command left the venv exactly as the snapshot recorded it: every path, type, inode,
-// size, mtime, mode and symlink target (txn::diff_snapshot; a failed comparison counts as a
-// change), against the manifest as it was written (no re-read). Then the analysis after would read
-// the same bytes as the analysis before, and rolling back would move nothing: a command that
-// changed nothing broke nothing. Only where the snapshot covers every site-packages directory the
-// analysis reads: a base prefix a venv sees (include-system-site-packages) or a system
-// dist-packages outside the prefix is not in it.
-bool left_unchanged(const env::Venv& venv, const txn::TakenSnapshot& snapshot) {
+// What the command changed in the venv against the state the snapshot recorded: every path,
+// type, inode, size, mtime, mode and symlink target (txn::diff_snapshot), against the manifest
+// as it was written (no re-read). Nullopt where that cannot tell: a failed comparison, or a
+// snapshot that does not cover every site-packages directory the analysis reads (a base prefix
+// a venv sees with include-system-site-packages, a system dist-packages outside the prefix, a
+// site-packages reached through a symlink, which the snapshot's walk records and does not
+// enter).
+std::optional<txn::SnapshotDiff> command_changes(const env::Venv& venv,
+                                                 const txn::TakenSnapshot& snapshot) {
+  std::error_code error;
+  const fs::path real_root = fs::canonical(venv.root, error);
   const bool covered =
+      !error &&
       std::all_of(venv.site_packages.begin(), venv.site_packages.end(), [&](const fs::path& site) {
         const fs::path relative = site.lexically_normal().lexically_relative(venv.root);
-        return !relative.empty() && *relative.begin() != "..";
+        std::error_code real_error;
+        return !relative.empty() && *relative.begin() != ".." &&
+               fs::canonical(site, real_error) == real_root / relative && !real_error;
       });
-  if (!covered) return false;
+  if (!covered) return std::nullopt;
   auto diff = txn::diff_snapshot(venv, snapshot);
-  return diff && diff->added.empty() && diff->removed.empty() && diff->changed.empty();
+  if (!diff) return std::nullopt;
+  return std::move(*diff);
+}
+
+// Where nothing changed, the analysis after would read the same bytes as the analysis before,
+// and rolling back would move nothing: a command that changed nothing broke nothing.
+bool changed_nothing(const std::optional<txn::SnapshotDiff>& changes) {
+  return changes && changes->added.empty() && changes->removed.empty() && changes->changed.empty();
+}
+
+// The venv-relative paths the command touched, and every directory above one: a distribution's
+// metadata directory not among them holds the same files, with the same identities, as when the
+// analysis before read it.
+std::unordered_set<std::string> touched_paths(const txn::SnapshotDiff& changes) {
+  std::unordered_set<std::string> touched;
+  for (const auto* list : {&changes.added, &changes.removed, &changes.changed}) {
+    for (std::string path : *list) {
+      while (!path.empty() && touched.insert(path).second) {
+        const std::size_t slash = path.rfind('/');
+        path.resize(slash == std::string::npos ? 0 : slash);
+      }
+    }
+  }
+  return touched;
 }
 
 std::string listed(const std::vector<std::string>& lines) {
@@ -179,7 +209,8 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                        options.held != nullptr ? options.held->release() : run_command(argv));
   }
   const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
-  if (left_unchanged(venv, taken)) {
+  const std::optional<txn::SnapshotDiff> changes = command_changes(venv, taken);
+  if (changed_nothing(changes)) {
     spdlog::debug("`{}` changed nothing in the venv: no analysis after it", what);
     outcome.targets = before.target_names();
     // Its store links are those of files still in the venv: they cost no space, and the next
@@ -189,7 +220,19 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
     return outcome;
   }
   std::optional<EarlyProbe> early = start_probe(options, before);
-  auto after = verify::analyze(venv, manifests, system, analysis_options);
+  // Read before the analysis after takes the distributions the command left alone from it.
+  const std::vector<plan::Break> was = plan::breakage(before);
+  verify::Options after_options = analysis_options;
+  std::unordered_set<std::string> touched;
+  if (changes) {
+    touched = touched_paths(*changes);
+    after_options.earlier_inventory = &before.inventory;
+    after_options.unchanged_metadata = [&](const fs::path& dir) {
+      const fs::path relative = dir.lexically_relative(venv.root);
+      return !relative.empty() && *relative.begin() != ".." && !touched.contains(relative.string());
+    };
+  }
+  auto after = verify::analyze(venv, manifests, system, after_options);
   if (!after) {
     return make_error(after.error().code,
                       "cannot check the venv after `{}` ({}); snapshot {} is kept: `venvfix "
@@ -197,7 +240,7 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                       what, after.error().message, snapshot.id, snapshot.id);
   }
   outcome.targets = after->target_names();
-  outcome.broke = judge(before, *after, manifests, options, early);
+  outcome.broke = judge(was, *after, manifests, options, early);
   // A probe the judgement did not need still ends before anything moves in the venv.
   if (early && early->run.valid()) early->run.wait();
   if (outcome.broke.empty() || options.on_break == OnBreak::keep) {

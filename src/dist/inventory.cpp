@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <system_error>
+#include <unordered_map>
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/parallel.hpp"
@@ -306,7 +307,11 @@ Status Inventory::index_paths() {
   return ok();
 }
 
-Result<Inventory> read_inventory(const env::Venv& venv) {
+namespace {
+
+// Every distribution found, each from `take(found)` where it gives one, else read.
+Result<Inventory> read_found(const env::Venv& venv,
+                             const std::function<std::optional<Distribution>(const Found&)>& take) {
   VENVFIX_TRY_ASSIGN(std::vector<Found> found, discover(venv));
   Inventory inventory;
   inventory.distributions.resize(found.size());
@@ -314,7 +319,8 @@ Result<Inventory> read_inventory(const env::Venv& venv) {
   // 2-core machines this targets and cost start-up time.
   // read_one cannot fail: an unreadable distribution is data (its problems), not an error.
   (void)run_parallel(found.size(), found.size() > 8 ? 2 : 1, [&](std::size_t i, const JobContext&) {
-    inventory.distributions[i] = read_one(found[i]);
+    std::optional<Distribution> taken = take ? take(found[i]) : std::nullopt;
+    inventory.distributions[i] = taken ? std::move(*taken) : read_one(found[i]);
     return ok();
   });
   std::stable_sort(inventory.distributions.begin(), inventory.distributions.end(),
@@ -326,6 +332,29 @@ Result<Inventory> read_inventory(const env::Venv& venv) {
                    });
   VENVFIX_TRY(inventory.index_paths());
   return inventory;
+}
+
+}  // namespace
+
+Result<Inventory> read_inventory(const env::Venv& venv) {
+  return read_found(venv, {});
+}
+
+Result<Inventory> read_inventory(const env::Venv& venv, Inventory& earlier,
+                                 const std::function<bool(const fs::path&)>& unchanged) {
+  std::unordered_map<std::string, Distribution*> by_path;
+  for (Distribution& dist : earlier.distributions)
+    by_path.emplace(dist.metadata_dir.native(), &dist);
+  // Each found path takes at most the one distribution of that path: no two threads touch the
+  // same one.
+  return read_found(venv, [&](const Found& found) -> std::optional<Distribution> {
+    auto it = by_path.find(found.metadata_dir.native());
+    if (it == by_path.end() || it->second->legacy_egg_info != found.egg_info ||
+        it->second->site_packages != found.site_packages || !unchanged(found.metadata_dir)) {
+      return std::nullopt;
+    }
+    return std::move(*it->second);
+  });
 }
 
 }  // namespace venvfix::dist

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 
@@ -83,7 +84,21 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   analysis.venv = std::move(venv);
   analysis.host = env::detect_host();
   analysis.markers = markers_for(analysis.venv, analysis.host);
-  VENVFIX_TRY_ASSIGN(analysis.inventory, dist::read_inventory(analysis.venv));
+  if (options.earlier_inventory != nullptr && options.unchanged_metadata) {
+    std::atomic<std::size_t> taken = 0;  // read_inventory takes each one it is told unchanged
+    VENVFIX_TRY_ASSIGN(
+        analysis.inventory,
+        dist::read_inventory(analysis.venv, *options.earlier_inventory, [&](const fs::path& dir) {
+          const bool same = options.unchanged_metadata(dir);
+          if (same) ++taken;
+          return same;
+        }));
+    spdlog::debug("analysis: {} of {} distributions read again, the others taken as read before",
+                  analysis.inventory.distributions.size() - taken,
+                  analysis.inventory.distributions.size());
+  } else {
+    VENVFIX_TRY_ASSIGN(analysis.inventory, dist::read_inventory(analysis.venv));
+  }
   analysis.needed.assign(analysis.inventory.distributions.size(), false);
   phase("inventory");
   // The site-packages walk (a directory read per directory) and the file check's stat pass (a

@@ -1,6 +1,8 @@
 // `venvfix run -- CMD`: a command that breaks a target is rolled back (exit 5).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/txn_cli_support.hpp"
@@ -138,6 +140,49 @@ TEST_F(RunCli, CommandWritingAFileInPlaceIsStillJudged) {
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
   EXPECT_NE(result.err.find("torch/__init__.py was changed in place"), std::string::npos)
       << result.err;
+}
+
+// The analysis after the command reads again only the distributions whose metadata directory
+// the command touched, and takes the others as the analysis before read them: a RECORD the
+// command rewrote (here torch's, now listing a library that is not there) is read again, judged,
+// and rolled back; a command that touches no metadata directory reads none again.
+TEST_F(RunCli, TheAnalysisAfterReadsAgainOnlyTheMetadataTheCommandTouched) {
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  auto dist_info = std::find_if(fs::directory_iterator(venv->purelib), fs::directory_iterator(),
+                                [](const fs::directory_entry& entry) {
+                                  const std::string name = entry.path().filename().string();
+                                  return name.starts_with("torch-") && name.ends_with(".dist-info");
+                                });
+  ASSERT_NE(dist_info, fs::directory_iterator());
+  const fs::path record = dist_info->path() / "RECORD";
+  const std::size_t distributions = static_cast<std::size_t>(std::count_if(
+      fs::directory_iterator(venv->purelib), fs::directory_iterator(),
+      [](const fs::directory_entry& entry) { return entry.path().extension() == ".dist-info"; }));
+  const auto before = print_of(m_venv);
+  // Written to a new file and renamed over the old one, as pip writes a RECORD.
+  const std::string add_row =
+      "import os, sys\np = sys.argv[1]\n"
+      "open(p + '.new', 'w').write(open(p).read() + "
+      "'torch/lib/libghost.so.1,sha256=AAAA,10\\n')\n"
+      "os.rename(p + '.new', p)\n";
+  auto rewrote = venvfix_cli(
+      m_venv, {"-v", "-v", "run", "--no-probe", "--", "python3", "-c", add_row, record.string()});
+  EXPECT_EQ(rewrote.exit_code, 5) << rewrote.out << rewrote.err;
+  EXPECT_NE(rewrote.err.find("libghost.so.1"), std::string::npos) << rewrote.err;
+  EXPECT_NE(
+      rewrote.err.find(fmt::format("analysis: 1 of {} distributions read again", distributions)),
+      std::string::npos)
+      << rewrote.err;
+  const auto after = print_of(m_venv);
+  EXPECT_EQ(after, before) << describe_difference(before, after);
+  auto added = venvfix_cli(m_venv, {"-v", "-v", "run", "--no-probe", "--", "touch",
+                                    (venv->purelib / "harmless_new_module.py").string()});
+  EXPECT_EQ(added.exit_code, 0) << added.err;
+  EXPECT_NE(
+      added.err.find(fmt::format("analysis: 0 of {} distributions read again", distributions)),
+      std::string::npos)
+      << added.err;
 }
 
 }  // namespace

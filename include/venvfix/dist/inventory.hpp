@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -97,5 +98,12 @@ std::string resolve_record_path(const fs::path& site_packages, std::string_view 
 // what pip's uninstall stash (AdjacentTempDirectory) leaves when pip is interrupted, and pip
 // ignores it too ("Ignoring invalid distribution ~orch"); verify reports it (pip-stash).
 Result<Inventory> read_inventory(const env::Venv& venv);
+
+// The same, but each distribution `earlier` holds at the same metadata path, and for which
+// `unchanged(metadata_dir)` is true, is taken from `earlier` (moved out of it) instead of read
+// again: `run` reads the venv right before and right after its command, and knows which paths
+// the command touched. Called from two threads at once.
+Result<Inventory> read_inventory(const env::Venv& venv, Inventory& earlier,
+                                 const std::function<bool(const fs::path&)>& unchanged);
 
 }  // namespace venvfix::dist

@@ -3,6 +3,7 @@
 // collect findings. Read-only, except for the hash cache under <venv>/.venvfix/.
 #pragma once
 
+#include <functional>
 #include <future>
 #include <optional>
 #include <string>
@@ -27,6 +28,11 @@ struct Options {
   // When valid, the files are stat'ed only once it is ready: `run` snapshots while it analyses,
   // and the snapshot's new store links change ctimes, which key the hash cache.
   std::shared_future<void> stat_files_after;
+  // `run`'s analysis after its command: each distribution of `earlier_inventory` (the analysis
+  // before it) whose metadata directory `unchanged_metadata` says the command did not touch is
+  // moved from there instead of read again. Null: every distribution is read.
+  dist::Inventory* earlier_inventory = nullptr;
+  std::function<bool(const fs::path&)> unchanged_metadata;
 };
 
 struct Target {
