@@ -207,6 +207,7 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
     if (options.beside_command) beside = std::async(std::launch::async, options.beside_command);
     VENVFIX_TRY_ASSIGN(outcome.status,
                        options.held != nullptr ? options.held->release() : run_command(argv));
+    spdlog::debug("`{}` ended with status {}", what, outcome.status);
   }
   const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   const std::optional<txn::SnapshotDiff> changes = command_changes(venv, taken);
