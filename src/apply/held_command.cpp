@@ -70,9 +70,15 @@ bool is_python_name(std::string_view name) {
 }  // namespace
 
 std::optional<std::string> python_script_interpreter(const fs::path& script) {
+  // The kernel reads no more of a "#!" line than this (BINPRM_BUF_SIZE).
+  constexpr std::size_t k_line_max = 256;
   std::ifstream in(script, std::ios::binary);
-  std::string line;
-  if (!in || !std::getline(in, line) || !line.starts_with("#!")) return std::nullopt;
+  std::string head(k_line_max, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const std::size_t end = head.find('\n');
+  if (end == std::string::npos || !head.starts_with("#!")) return std::nullopt;
+  std::string line = head.substr(0, end);
   if (line.ends_with('\r')) line.pop_back();
   const std::string interpreter = line.substr(2);
   const fs::path path(interpreter);

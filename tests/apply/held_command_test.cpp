@@ -50,6 +50,10 @@ TEST_F(HeldCommandScripts, AnythingElseIsRunAsUsual) {
                                                                   "ELF\x02\x01",
                                                                   6))));
   EXPECT_FALSE(python_script_interpreter(write("empty", "")));
+  EXPECT_FALSE(python_script_interpreter(write("no-newline", shebang)));
+  EXPECT_FALSE(
+      python_script_interpreter(write("long", "#!/" + std::string(300, 'x') + "/python\n")))
+      << "longer than the kernel reads";
   EXPECT_FALSE(python_script_interpreter(m_dir->path() / "absent"));
   EXPECT_FALSE(
       python_script_interpreter(write("gone", "#!" + m_dir->path().string() + "/bin/python3.13\n")))
