@@ -19,6 +19,7 @@
 
 #include "cli/txn_cli_support.hpp"
 #include "venvfix/base/fs.hpp"
+#include "venvfix/env/venv.hpp"
 
 namespace venvfix::guard {
 namespace {
@@ -148,6 +149,35 @@ TEST_F(GuardHeld, APipScriptImportsWhileTheVenvIsLockedAndRunsOnlyAfterTheSnapsh
   }
   EXPECT_EQ(bytecode, std::vector<std::string>{"heldlater"})
       << "the held interpreter wrote bytecode, or the released one none";
+  EXPECT_EQ(snapshots(), 1U);
+}
+
+// The venv's own pip, as pip wrote its console script, is held, and installs as it would alone.
+TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
+  const fs::path wheel = m_dir->path() / "held-1.0-py3-none-any.whl";
+  const CommandResult built = venvfix::testing::run_command(
+      {"python3", "-c",
+       "import sys, zipfile\n"
+       "z = zipfile.ZipFile(sys.argv[1], 'w')\n"
+       "z.writestr('held.py', 'X = 1\\n')\n"
+       "i = 'held-1.0.dist-info/'\n"
+       "z.writestr(i + 'METADATA', 'Metadata-Version: 2.1\\nName: held\\nVersion: 1.0\\n')\n"
+       "z.writestr(i + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: "
+       "true\\nTag: py3-none-any\\n')\n"
+       "z.writestr(i + 'RECORD', 'held.py,,\\n' + i + 'METADATA,,\\n' + i + 'WHEEL,,\\n' + i + "
+       "'RECORD,,\\n')\n"
+       "z.close()\n",
+       wheel.string()});
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const CommandResult installed = venvfix_cli(
+      m_venv, {"-v", "-v", "guard", "exec", "--tool", "pip", "--", (m_venv / "bin/pip").string(),
+               "install", "--no-deps", "--no-index", wheel.string()});
+  EXPECT_EQ(installed.exit_code, 0) << installed.err;
+  EXPECT_THAT(installed.err, HasSubstr("bin/pip` held")) << "pip's own script was not held";
+  EXPECT_THAT(installed.out, HasSubstr("Successfully installed held-1.0"));
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  EXPECT_TRUE(fs::exists(venv->purelib / "held.py"));
   EXPECT_EQ(snapshots(), 1U);
 }
 
