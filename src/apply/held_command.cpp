@@ -13,15 +13,18 @@ namespace venvfix::apply {
 
 namespace {
 
-// Run as `PYTHON -B -c BOOTSTRAP FD SCRIPT ARGS…`. Until released it writes nothing (-B: no
-// bytecode) and runs only imports; the script then runs as `PYTHON SCRIPT ARGS…` would run it:
-// sys.argv and sys.path[0] as Python sets them for a script, bytecode written as usual, the
-// script's own code under `__name__ == "__main__"` (runpy.run_path), its exit status Python's.
-// The socket closed without the byte (venvfix stopped before the command): it ends at once, and
-// a Ctrl-C before then ends it quietly with 130.
+// Run as `PYTHON -B -c BOOTSTRAP FD script SCRIPT ARGS…` or `… FD module MODULE PRELOAD ARGS…`.
+// Until released it writes nothing (-B: no bytecode) and runs only imports: a script's own
+// top-level imports, where the script holds nothing but imports, docstrings and an
+// `if __name__ == "__main__":` block (a console script); for a module, PRELOAD (what the
+// module's __main__ imports). Released, it runs as `PYTHON SCRIPT ARGS…` or `PYTHON -m MODULE
+// ARGS…` would: sys.argv and sys.path[0] as Python sets them, bytecode written as usual, the code
+// under `__name__ == "__main__"` (runpy), its exit status Python's. The socket closed without the
+// byte (venvfix stopped before the command): it ends at once; a Ctrl-C before then ends it
+// quietly with 130.
 constexpr const char* k_bootstrap = R"PY(import os, sys
 
-def venvfix_hold(fd, script):
+def venvfix_script_imports(script):
     import ast
 
     def is_main_block(node):
@@ -35,36 +38,70 @@ def venvfix_hold(fd, script):
     def is_docstring(node):
         return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
 
+    with open(script, "rb") as f:
+        tree = ast.parse(f.read(), script)
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if all(n in imports or is_main_block(n) or is_docstring(n) for n in tree.body):
+        module = ast.Module(body=imports, type_ignores=[])
+        exec(compile(module, script, "exec"), {"__name__": "__venvfix_held__"})
+
+def venvfix_hold(fd, preload):
     try:
-        with open(script, "rb") as f:
-            tree = ast.parse(f.read(), script)
-        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        if all(n in imports or is_main_block(n) or is_docstring(n) for n in tree.body):
-            module = ast.Module(body=imports, type_ignores=[])
-            exec(compile(module, script, "exec"), {"__name__": "__venvfix_held__"})
+        preload()
     except Exception:
-        pass  # the script's own run meets it again and says so
+        pass  # the command's own run meets it again and says so
     go = os.read(fd, 1)
     os.close(fd)
     if go != b"1":
         os._exit(0)
 
-fd = int(sys.argv[1])
-sys.argv = sys.argv[2:]
-sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
+fd, mode, target = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if mode == "script":
+    sys.argv = sys.argv[3:]
+    sys.path[0] = os.path.dirname(os.path.realpath(target))
+    preload = lambda: venvfix_script_imports(target)
+else:
+    preloaded = sys.argv[4]
+    sys.argv = ["-m"] + sys.argv[5:]
+    sys.path[0] = os.getcwd()
+    preload = lambda: __import__(preloaded)
 try:
-    venvfix_hold(fd, sys.argv[0])
+    venvfix_hold(fd, preload)
 except KeyboardInterrupt:
     os._exit(130)
 sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
 import runpy
-runpy.run_path(sys.argv[0], run_name="__main__")
+if mode == "script":
+    runpy.run_path(target, run_name="__main__")
+else:
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
 )PY";
 
 bool is_python_name(std::string_view name) {
   if (!name.starts_with("python")) return false;
   name.remove_prefix(6);
   return name.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+// `name` as execvp would find it (PATH searched when it has no slash), where that is an
+// executable named like a python.
+std::optional<std::string> python_in_path(const std::string& name) {
+  auto runnable = [](const fs::path& path) -> std::optional<std::string> {
+    if (!is_python_name(path.filename().string()) || ::access(path.c_str(), X_OK) != 0) {
+      return std::nullopt;
+    }
+    return path.string();
+  };
+  if (name.find('/') != std::string::npos) return runnable(name);
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t at = 0; at <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+    const fs::path dir(dirs.substr(at, end - at).empty() ? "." : dirs.substr(at, end - at));
+    if (::access((dir / name).c_str(), X_OK) == 0) return runnable(dir / name);
+    at = end + 1;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -93,19 +130,34 @@ HeldCommand::HeldCommand(Fd go, std::future<Result<ProcessOutcome>> ended)
     : m_go(std::move(go)), m_ended(std::move(ended)) {}
 
 std::optional<HeldCommand> HeldCommand::start(const std::vector<std::string>& argv) {
-  if (argv.empty() || argv.front().find('/') == std::string::npos) return std::nullopt;
-  const std::optional<std::string> interpreter = python_script_interpreter(argv.front());
+  std::vector<std::string> held;  // the bootstrap's arguments after the fd
+  std::optional<std::string> interpreter;
+  if (argv.size() >= 3 && argv[1] == "-m" && argv[2] == "pip") {
+    interpreter = python_in_path(argv.front());
+    held = {"module", "pip", "pip._internal.cli.main"};
+    held.insert(held.end(), argv.begin() + 3, argv.end());
+  } else if (!argv.empty() && argv.front().find('/') != std::string::npos) {
+    interpreter = python_script_interpreter(argv.front());
+    held = {"script"};
+    held.insert(held.end(), argv.begin(), argv.end());
+  }
   if (!interpreter) return std::nullopt;
+  return start_held(*interpreter, held, argv.front());
+}
+
+std::optional<HeldCommand> HeldCommand::start_held(const std::string& interpreter,
+                                                   const std::vector<std::string>& arguments,
+                                                   const std::string& shown) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-    spdlog::debug("cannot hold {}: socketpair: {}", argv.front(), errno_message(errno));
+    spdlog::debug("cannot hold {}: socketpair: {}", shown, errno_message(errno));
     return std::nullopt;
   }
   Fd ours(fds[0]);
   Fd theirs(fds[1]);
-  std::vector<std::string> held = {*interpreter, "-B", "-c", k_bootstrap,
+  std::vector<std::string> held = {interpreter, "-B", "-c", k_bootstrap,
                                    std::to_string(theirs.get())};
-  held.insert(held.end(), argv.begin(), argv.end());
+  held.insert(held.end(), arguments.begin(), arguments.end());
   ProcessOptions options;
   options.stdio = Stdio::inherit;
   options.timeout_ms = std::nullopt;
@@ -117,8 +169,7 @@ std::optional<HeldCommand> HeldCommand::start(const std::vector<std::string>& ar
       std::async(std::launch::async, [held = std::move(held), options, theirs = std::move(theirs)] {
         return run_process(held, options);
       });
-  spdlog::debug("started `{}` held: its interpreter imports while venvfix gets ready",
-                argv.front());
+  spdlog::debug("started `{}` held: its interpreter imports while venvfix gets ready", shown);
   return HeldCommand(std::move(ours), std::move(ended));
 }
 

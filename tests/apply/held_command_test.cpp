@@ -67,6 +67,9 @@ TEST_F(HeldCommandScripts, ACommandThatIsNoPathOrNoPythonScriptIsNotHeld) {
   EXPECT_FALSE(HeldCommand::start({}));
   EXPECT_FALSE(HeldCommand::start({"pip", "install", "x"})) << "looked up in PATH: not held";
   EXPECT_FALSE(HeldCommand::start({write("tool", "#!/bin/sh\n").string(), "install"}));
+  EXPECT_FALSE(HeldCommand::start({write("tool", "#!/bin/sh\n").string(), "-m", "pip"}))
+      << "-m pip, but not a python";
+  EXPECT_FALSE(HeldCommand::start({m_python.string(), "-m", "venv"})) << "only pip's -m is held";
 }
 
 }  // namespace

@@ -152,7 +152,8 @@ TEST_F(GuardHeld, APipScriptImportsWhileTheVenvIsLockedAndRunsOnlyAfterTheSnapsh
   EXPECT_EQ(snapshots(), 1U);
 }
 
-// The venv's own pip, as pip wrote its console script, is held, and installs as it would alone.
+// The venv's own pip, as pip wrote its console script, and `python -m pip` are held, and install
+// as they would alone.
 TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
   const fs::path wheel = m_dir->path() / "held-1.0-py3-none-any.whl";
   const CommandResult built = venvfix::testing::run_command(
@@ -179,6 +180,17 @@ TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
   ASSERT_TRUE(venv);
   EXPECT_TRUE(fs::exists(venv->purelib / "held.py"));
   EXPECT_EQ(snapshots(), 1U);
+  // `python -m pip`, as the shell hook passes it: python found in PATH, as execvp finds it.
+  const char* path = std::getenv("PATH");
+  const CommandResult again = venvfix_cli(
+      m_venv,
+      {"-v", "-v", "guard", "exec", "--tool", "pip", "--", "python", "-m", "pip", "install",
+       "--no-deps", "--no-index", "--force-reinstall", wheel.string()},
+      {{"PATH", (m_venv / "bin").string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("started `python` held")) << "python -m pip was not held";
+  EXPECT_THAT(again.out, HasSubstr("Successfully installed held-1.0"));
+  EXPECT_EQ(snapshots(), 2U);
 }
 
 // A script with code of its own at the top level runs none of it before the release.

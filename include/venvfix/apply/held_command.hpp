@@ -25,11 +25,13 @@ std::optional<std::string> python_script_interpreter(const fs::path& script);
 class HeldCommand {
  public:
   // Starts `argv` held, its stdio venvfix's and SIGINT/SIGTERM forwarded to it (as run_guarded
-  // runs a command), where argv[0] is a Python script python_script_interpreter accepts; nullopt
-  // where it is not or the start failed (then run argv as usual, once ready). The script's
-  // top-level imports run before the release only where the script holds nothing but imports,
+  // runs a command), where argv[0] is a Python script python_script_interpreter accepts, or argv
+  // is `PYTHON -m pip …` with PYTHON (looked up in PATH as execvp would) named like a python;
+  // nullopt otherwise or where the start failed (then run argv as usual, once ready). A script's
+  // top-level imports run before the release only where it holds nothing but imports,
   // docstrings and an `if __name__ == "__main__":` block (a console script); any other script
-  // runs nothing of its own before it.
+  // runs nothing of its own before it. For `-m pip`, what pip's __main__ imports
+  // (pip._internal.cli.main) is imported before it.
   static std::optional<HeldCommand> start(const std::vector<std::string>& argv);
 
   HeldCommand(HeldCommand&&) noexcept = default;
@@ -47,6 +49,10 @@ class HeldCommand {
 
  private:
   HeldCommand(Fd go, std::future<Result<ProcessOutcome>> ended);
+  // The bootstrap run by `interpreter` with `arguments` after its fd; `shown` names the command.
+  static std::optional<HeldCommand> start_held(const std::string& interpreter,
+                                               const std::vector<std::string>& arguments,
+                                               const std::string& shown);
 
   Fd m_go;  // one byte written here releases it; closed unwritten, it ends
   std::future<Result<ProcessOutcome>> m_ended;
