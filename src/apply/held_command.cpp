@@ -83,25 +83,11 @@ bool is_python_name(std::string_view name) {
   return name.find_first_not_of("0123456789.") == std::string_view::npos;
 }
 
-// `name` as execvp would find it (PATH searched when it has no slash), where that is an
-// executable named like a python.
+// `name` as execvp would find it, where that is an executable named like a python.
 std::optional<std::string> python_in_path(const std::string& name) {
-  auto runnable = [](const fs::path& path) -> std::optional<std::string> {
-    if (!is_python_name(path.filename().string()) || ::access(path.c_str(), X_OK) != 0) {
-      return std::nullopt;
-    }
-    return path.string();
-  };
-  if (name.find('/') != std::string::npos) return runnable(name);
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (std::size_t at = 0; at <= dirs.size();) {
-    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
-    const fs::path dir(dirs.substr(at, end - at).empty() ? "." : dirs.substr(at, end - at));
-    if (::access((dir / name).c_str(), X_OK) == 0) return runnable(dir / name);
-    at = end + 1;
-  }
-  return std::nullopt;
+  const std::optional<fs::path> found = find_executable(name);
+  if (!found || !is_python_name(found->filename().string())) return std::nullopt;
+  return found->string();
 }
 
 }  // namespace

@@ -7,12 +7,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -322,6 +324,27 @@ ProcessOutcome collect(pid_t pid, Pipes& pipes, const ProcessOptions& options) {
 }
 
 }  // namespace
+
+std::optional<fs::path> find_executable(const std::string& name) {
+  auto executable = [](const fs::path& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(path.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    return executable(name) ? std::optional<fs::path>(name) : std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  const std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t at = 0; at <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string_view dir = dirs.substr(at, end - at);
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (executable(candidate)) return candidate;
+    at = end + 1;
+  }
+  return std::nullopt;
+}
 
 std::vector<std::string> clean_environment() {
   static constexpr std::string_view k_dropped[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT",

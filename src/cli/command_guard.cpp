@@ -13,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/run_guarded.hpp"
+#include "venvfix/base/process.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/guard/guard.hpp"
 #include "venvfix/txn/lock.hpp"
@@ -117,6 +118,16 @@ void prune_guard_snapshots(const env::Venv& venv, const txn::VenvLock& lock) {
   }
 }
 
+// The command as a guard wrapper would run it: a `pip` that PATH finds to be a wrapper (the shell
+// hook's `pip` in an activated venv) is the original script the wrapper runs.
+std::vector<std::string> unwrapped(std::vector<std::string> command) {
+  const std::optional<fs::path> found = find_executable(command.front());
+  if (const auto original = found ? guard::wrapped_original(*found) : std::nullopt) {
+    command.front() = original->string();
+  }
+  return command;
+}
+
 // Runs the real installer: untouched for a read-only command, under run_guarded otherwise.
 Result<int> run_guard_exec(const GlobalOptions& options, const GuardArgs& args) {
   VENVFIX_TRY_ASSIGN(guard::Tool tool, guard::parse_tool(args.tool));
@@ -133,7 +144,7 @@ Result<int> run_guard_exec(const GlobalOptions& options, const GuardArgs& args) 
   // pip's interpreter starts now and imports its modules while the venv is opened, locked,
   // snapshotted and analysed; its own code runs once that is done (apply/held_command.hpp).
   std::optional<apply::HeldCommand> held =
-      tool == guard::Tool::pip ? apply::HeldCommand::start(args.command) : std::nullopt;
+      tool == guard::Tool::pip ? apply::HeldCommand::start(unwrapped(args.command)) : std::nullopt;
   VENVFIX_TRY_ASSIGN(Session session, open_session(options, HeapUse::analysis));
   VENVFIX_TRY_ASSIGN(txn::VenvLock lock, txn::VenvLock::acquire(session.venv, txn::LockWait::wait));
   apply::RunOptions run_options;

@@ -185,6 +185,15 @@ bool is_wrapper(const fs::path& path) {
   return text->starts_with("#!/bin/sh\n") && text->find(k_marker) != std::string::npos;
 }
 
+std::optional<fs::path> wrapped_original(const fs::path& path) {
+  if (!is_wrapper(path)) return std::nullopt;
+  env::Venv venv;
+  venv.root = path.parent_path().parent_path();
+  fs::path original = saved_dir(venv) / path.filename();
+  if (!fs::is_regular_file(original)) return std::nullopt;
+  return original;
+}
+
 Result<GuardStatus> enable(const env::Venv& venv, const fs::path& venvfix,
                            std::optional<std::size_t> keep) {
   if (keep && *keep == 0) {

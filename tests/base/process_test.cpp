@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -47,6 +48,29 @@ TEST(Process, TheInheritedFdIsTheChildsAtTheSameNumber) {
   auto without = run_process({"sh", "-c", "read -r line <&" + fd}, ProcessOptions{});
   ASSERT_TRUE(without) << without.error().message;
   EXPECT_NE(without->exit_code, 0) << "an fd not named is closed at exec";
+}
+
+TEST(Process, FindExecutableSearchesPathAsExecvpDoes) {
+  auto dir = TempDir::create("venvfix-process-test-");
+  ASSERT_TRUE(dir);
+  const fs::path first = dir->path() / "first";
+  const fs::path second = dir->path() / "second";
+  fs::create_directories(first / "tool");  // a directory of that name is skipped
+  fs::create_directories(second);
+  std::ofstream(first / "plain") << "";  // not executable: skipped
+  for (const fs::path& file : {second / "tool", second / "plain"}) {
+    std::ofstream(file) << "#!/bin/sh\n";
+    fs::permissions(file, fs::perms::owner_all);
+  }
+  const char* saved = std::getenv("PATH");
+  const std::string old_path = saved != nullptr ? saved : "";
+  ::setenv("PATH", (first.string() + ":" + second.string()).c_str(), 1);
+  EXPECT_EQ(find_executable("tool"), second / "tool");
+  EXPECT_EQ(find_executable("plain"), second / "plain");
+  EXPECT_EQ(find_executable("absent"), std::nullopt);
+  EXPECT_EQ(find_executable((second / "tool").string()), second / "tool") << "a path is itself";
+  EXPECT_EQ(find_executable((first / "plain").string()), std::nullopt);
+  ::setenv("PATH", old_path.c_str(), 1);
 }
 
 TEST(Process, TheEnvironmentIsExactlyTheOneGiven) {

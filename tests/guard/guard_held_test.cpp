@@ -152,8 +152,8 @@ TEST_F(GuardHeld, APipScriptImportsWhileTheVenvIsLockedAndRunsOnlyAfterTheSnapsh
   EXPECT_EQ(snapshots(), 1U);
 }
 
-// The venv's own pip, as pip wrote its console script, and `python -m pip` are held, and install
-// as they would alone.
+// The venv's own pip, as pip wrote its console script, `python -m pip`, and the shell hook's `pip`
+// reaching the guard's wrapper are held, and install as they would alone.
 TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
   const fs::path wheel = m_dir->path() / "held-1.0-py3-none-any.whl";
   const CommandResult built = venvfix::testing::run_command(
@@ -191,6 +191,19 @@ TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
   EXPECT_THAT(again.err, HasSubstr("started `python` held")) << "python -m pip was not held";
   EXPECT_THAT(again.out, HasSubstr("Successfully installed held-1.0"));
   EXPECT_EQ(snapshots(), 2U);
+  // The shell hook's `pip` in an activated venv whose guard is on: PATH finds the wrapper, and
+  // the script held is the original the wrapper runs.
+  ASSERT_EQ(venvfix_cli(m_venv, {"guard", "enable"}).exit_code, 0);
+  const CommandResult hooked = venvfix_cli(
+      m_venv,
+      {"-v", "-v", "guard", "exec", "--tool", "pip", "--", "pip", "install", "--no-deps",
+       "--no-index", "--force-reinstall", wheel.string()},
+      {{"PATH", (m_venv / "bin").string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}});
+  EXPECT_EQ(hooked.exit_code, 0) << hooked.err;
+  EXPECT_THAT(hooked.err,
+              HasSubstr("started `" + (m_venv / ".venvfix/guard/bin/pip").string() + "` held"));
+  EXPECT_THAT(hooked.out, HasSubstr("Successfully installed held-1.0"));
+  EXPECT_EQ(snapshots(), 3U);
 }
 
 // A script with code of its own at the top level runs none of it before the release.

@@ -71,6 +71,10 @@ struct ProcessOutcome {
 Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,
                                    const ProcessOptions& options);
 
+// `name` as execvp(3) would find it: itself when it holds a slash, else the first directory of
+// PATH (unset: /usr/local/bin:/usr/bin:/bin; an empty entry: the working directory) holding an
+// executable file of that name; nullopt when none does.
+std::optional<fs::path> find_executable(const std::string& name);
 // This process's environment without LD_LIBRARY_PATH, LD_PRELOAD, LD_AUDIT, PYTHONPATH,
 // PYTHONHOME.
 std::vector<std::string> clean_environment();

@@ -69,6 +69,9 @@ Result<GuardStatus> status(const env::Venv& venv);
 // Whether `path` is a script `enable` wrote (a wrapper run through another wrapper, or pip's
 // own script, is not guarded twice).
 bool is_wrapper(const fs::path& path);
+// The original script a wrapper at `path` (VENV/bin/NAME) runs, kept as VENV/.venvfix/guard/bin/
+// NAME; nullopt when `path` is no wrapper or its original is not there.
+std::optional<fs::path> wrapped_original(const fs::path& path);
 
 enum class Shell { bash, zsh, fish };
 Result<Shell> parse_shell(std::string_view text);
