@@ -185,6 +185,27 @@ TEST_F(RunCli, TheAnalysisAfterReadsAgainOnlyTheMetadataTheCommandTouched) {
       << added.err;
 }
 
+// A venv whose own site-packages lies behind a symlink below its root (lib -> elsewhere): the
+// snapshot records the symlink and does not enter it, so `run` could not roll back what a
+// command changes there. It refuses before running the command, naming the symlink.
+TEST_F(RunCli, ASitePackagesBehindASymlinkIsRefusedBeforeTheCommand) {
+  const fs::path moved = m_dir->path() / "lib-elsewhere";
+  fs::rename(m_venv / "lib", moved);
+  fs::create_directory_symlink(moved, m_venv / "lib");
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  const fs::path cudnn = venv->purelib / "nvidia/cudnn/lib/libcudnn.so.9";
+  ASSERT_TRUE(fs::exists(cudnn));
+  auto result = venvfix_cli(m_venv, {"run", "--no-probe", "--", "rm", cudnn.string()});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find((m_venv / "lib").string() + " is a symlink"), std::string::npos)
+      << result.err;
+  EXPECT_TRUE(fs::exists(cudnn)) << "the command ran";
+  EXPECT_FALSE(fs::exists(m_venv / ".venvfix/snapshots") &&
+               !fs::is_empty(m_venv / ".venvfix/snapshots"))
+      << "a snapshot was taken";
+}
+
 }  // namespace
 // The probe starts beside the analysis after the command, with the statement the targets before
 // the command name (`import torch`). A command that changes the targets changes the statement:
