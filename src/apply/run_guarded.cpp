@@ -106,27 +106,6 @@ std::vector<std::string> judge(const std::vector<plan::Break>& was, const verify
   return broke;
 }
 
-// A symlink below the venv's root on the way to one of its own site-packages directories (say
-// lib -> /data/lib), and where it points: the snapshot's walk records a symlink and does not
-// enter it, so nothing a command changes behind it could be rolled back. nullopt: none.
-std::optional<std::pair<fs::path, fs::path>> own_site_behind_symlink(const env::Venv& venv) {
-  for (std::size_t i = 0; i < venv.site_packages.size(); ++i) {
-    if (i < venv.site_layers.size() && venv.site_layers[i] != env::Layer::own) continue;
-    const fs::path relative =
-        venv.site_packages[i].lexically_normal().lexically_relative(venv.root);
-    if (relative.empty() || *relative.begin() == "..") continue;
-    fs::path at = venv.root;
-    for (const fs::path& component : relative) {
-      at /= component;
-      std::error_code error;
-      if (fs::is_symlink(fs::symlink_status(at, error)) && !error) {
-        return std::pair{at, fs::read_symlink(at, error)};
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 // What the command changed in the venv against the state the snapshot recorded: every path,
 // type, inode, size, mtime, mode and symlink target (txn::diff_snapshot), against the manifest
 // as it was written (no re-read). Nullopt where that cannot tell: a failed comparison, or a
@@ -214,12 +193,13 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                                const RunOptions& options) {
   if (argv.empty()) return make_error(ExitCode::usage, "no command to run");
   const std::string what = joined(argv);
-  if (const auto behind = own_site_behind_symlink(venv)) {
+  // The snapshot would hold nothing behind it, so a rollback could not undo a change there.
+  if (const auto behind = env::own_site_behind_symlink(venv)) {
     return make_error(ExitCode::error,
                       "`{}` was not run: {} is a symlink (to {}), which venvfix's snapshots record "
                       "and do not enter, so nothing the command changed behind it could be rolled "
                       "back; run it without venvfix (a guarded pip: VENVFIX_GUARD=0)",
-                      what, behind->first.string(), behind->second.string());
+                      what, behind->link.string(), behind->target.string());
   }
   verify::Options analysis_options;
   analysis_options.targets = options.targets;

@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -46,6 +47,12 @@ Result<int> run_create(const GlobalOptions& options, const SnapshotArgs& args) {
   VENVFIX_TRY_ASSIGN(env::Venv venv, open_checked(options));
   VENVFIX_TRY_ASSIGN(txn::VenvLock held, lock(venv, args));
   VENVFIX_TRY_ASSIGN(txn::SnapshotInfo info, txn::create_snapshot(venv, held, args.reason));
+  if (const auto behind = env::own_site_behind_symlink(venv)) {
+    spdlog::warn(
+        "{} is a symlink (to {}): snapshot {} records it and holds nothing behind it, "
+        "so a rollback cannot restore the files there",
+        behind->link.string(), behind->target.string(), info.id);
+  }
   if (options.json) {
     std::cout << to_json(info).dump(2) << "\n";
   } else {

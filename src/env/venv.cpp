@@ -215,4 +215,22 @@ Result<Venv> open_venv(const std::optional<fs::path>& explicit_path, const OpenO
                     ec ? std::string("./.venv") : local.string());
 }
 
+std::optional<SymlinkOnTheWay> own_site_behind_symlink(const Venv& venv) {
+  for (std::size_t i = 0; i < venv.site_packages.size(); ++i) {
+    if (i < venv.site_layers.size() && venv.site_layers[i] != Layer::own) continue;
+    const fs::path relative =
+        venv.site_packages[i].lexically_normal().lexically_relative(venv.root);
+    if (relative.empty() || *relative.begin() == "..") continue;
+    fs::path at = venv.root;
+    for (const fs::path& component : relative) {
+      at /= component;
+      std::error_code error;
+      if (fs::is_symlink(fs::symlink_status(at, error)) && !error) {
+        return SymlinkOnTheWay{at, fs::read_symlink(at, error)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace venvfix::env

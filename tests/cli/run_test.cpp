@@ -204,6 +204,12 @@ TEST_F(RunCli, ASitePackagesBehindASymlinkIsRefusedBeforeTheCommand) {
   EXPECT_FALSE(fs::exists(m_venv / ".venvfix/snapshots") &&
                !fs::is_empty(m_venv / ".venvfix/snapshots"))
       << "a snapshot was taken";
+  // `snapshot create` takes one, and says what it does not hold.
+  auto created = venvfix_cli(m_venv, {"snapshot", "create"});
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  EXPECT_NE(created.err.find((m_venv / "lib").string() + " is a symlink"), std::string::npos)
+      << created.err;
+  EXPECT_NE(created.err.find("a rollback cannot restore the files there"), std::string::npos);
 }
 
 }  // namespace

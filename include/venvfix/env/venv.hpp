@@ -92,6 +92,15 @@ struct OpenOptions {
 // supported yet (said in one sentence).
 Result<Venv> open_venv_at(const fs::path& root, const OpenOptions& options = {});
 
+// A symlink below the venv's root on the way to one of its own site-packages directories (say
+// lib -> /data/lib), and what it points to; nullopt when there is none. Snapshots record such a
+// symlink and do not enter it.
+struct SymlinkOnTheWay {
+  fs::path link;
+  fs::path target;
+};
+std::optional<SymlinkOnTheWay> own_site_behind_symlink(const Venv& venv);
+
 // The environment of the interpreter at `python` (--python), found without running it: a venv
 // when pyvenv.cfg sits beside it or one directory up (as CPython looks), else the prefix that
 // holds its standard library, found from the real file a chain of symlinks leads to. A script
