@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -84,6 +85,25 @@ class GuardHeld : public ::testing::Test {
                          extra);
     });
   }
+  // A one-module wheel, built with zipfile, for the real pip to install; empty on failure.
+  fs::path tiny_wheel() const {
+    const fs::path wheel = m_dir->path() / "held-1.0-py3-none-any.whl";
+    const CommandResult built = venvfix::testing::run_command(
+        {"python3", "-c",
+         "import sys, zipfile\n"
+         "z = zipfile.ZipFile(sys.argv[1], 'w')\n"
+         "z.writestr('held.py', 'X = 1\\n')\n"
+         "i = 'held-1.0.dist-info/'\n"
+         "z.writestr(i + 'METADATA', 'Metadata-Version: 2.1\\nName: held\\nVersion: 1.0\\n')\n"
+         "z.writestr(i + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: "
+         "true\\nTag: py3-none-any\\n')\n"
+         "z.writestr(i + 'RECORD', 'held.py,,\\n' + i + 'METADATA,,\\n' + i + 'WHEEL,,\\n' + i + "
+         "'RECORD,,\\n')\n"
+         "z.close()\n",
+         wheel.string()});
+    EXPECT_EQ(built.exit_code, 0) << built.err;
+    return built.exit_code == 0 ? wheel : fs::path();
+  }
   fs::path marker() const { return m_dir->path() / "marker"; }
   std::string noted() const {
     std::ifstream in(marker());
@@ -99,6 +119,33 @@ class GuardHeld : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return true;
+  }
+  // Waits (up to a minute) until a held interpreter of `script` is blocked reading its release
+  // byte (/proc/PID/syscall: read on the fd the bootstrap was given), that is, until everything
+  // it does while held is done. Its pid, or 0.
+  static pid_t wait_until_held(const fs::path& script) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (std::chrono::steady_clock::now() < until) {
+      for (const auto& proc : fs::directory_iterator("/proc")) {
+        std::ifstream in(proc.path() / "cmdline", std::ios::binary);
+        std::vector<std::string> argv;
+        for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+        // PYTHON -B -c BOOTSTRAP FD script SCRIPT ARGS…
+        if (argv.size() < 7 || argv[1] != "-B" || argv[5] != "script" ||
+            argv[6] != script.string()) {
+          continue;
+        }
+        std::ifstream call(proc.path() / "syscall");
+        long number = -1;
+        std::string first;
+        if (call >> number >> first && number == SYS_read &&
+            std::stol(first, nullptr, 16) == std::stol(argv[4])) {
+          return static_cast<pid_t>(std::stol(proc.path().filename().string()));
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return 0;
   }
   // The venv's lock, taken as venvfix takes it: while held here, no venvfix process can start
   // a snapshot of it.
@@ -155,21 +202,8 @@ TEST_F(GuardHeld, APipScriptImportsWhileTheVenvIsLockedAndRunsOnlyAfterTheSnapsh
 // The venv's own pip, as pip wrote its console script, `python -m pip`, and the shell hook's `pip`
 // reaching the guard's wrapper are held, and install as they would alone.
 TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
-  const fs::path wheel = m_dir->path() / "held-1.0-py3-none-any.whl";
-  const CommandResult built = venvfix::testing::run_command(
-      {"python3", "-c",
-       "import sys, zipfile\n"
-       "z = zipfile.ZipFile(sys.argv[1], 'w')\n"
-       "z.writestr('held.py', 'X = 1\\n')\n"
-       "i = 'held-1.0.dist-info/'\n"
-       "z.writestr(i + 'METADATA', 'Metadata-Version: 2.1\\nName: held\\nVersion: 1.0\\n')\n"
-       "z.writestr(i + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: "
-       "true\\nTag: py3-none-any\\n')\n"
-       "z.writestr(i + 'RECORD', 'held.py,,\\n' + i + 'METADATA,,\\n' + i + 'WHEEL,,\\n' + i + "
-       "'RECORD,,\\n')\n"
-       "z.close()\n",
-       wheel.string()});
-  ASSERT_EQ(built.exit_code, 0) << built.err;
+  const fs::path wheel = tiny_wheel();
+  ASSERT_FALSE(wheel.empty());
   const CommandResult installed = venvfix_cli(
       m_venv, {"-v", "-v", "guard", "exec", "--tool", "pip", "--", (m_venv / "bin/pip").string(),
                "install", "--no-deps", "--no-index", wheel.string()});
@@ -204,6 +238,46 @@ TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
               HasSubstr("started `" + (m_venv / ".venvfix/guard/bin/pip").string() + "` held"));
   EXPECT_THAT(hooked.out, HasSubstr("Successfully installed held-1.0"));
   EXPECT_EQ(snapshots(), 3U);
+}
+
+// The real pip, held while the test keeps the venv locked, writes nothing while held: its
+// imports done (it waits for its release byte), the venv is as it was, with pip's bytecode
+// removed first so that an import that wrote any would show, and pip's cache is untouched.
+// Released, it installs.
+TEST_F(GuardHeld, TheRealPipWritesNothingWhileHeld) {
+  const fs::path wheel = tiny_wheel();
+  ASSERT_FALSE(wheel.empty());
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  std::vector<fs::path> caches;
+  for (const auto& entry : fs::recursive_directory_iterator(venv->purelib / "pip")) {
+    if (entry.path().filename() == "__pycache__") caches.push_back(entry.path());
+  }
+  std::size_t removed = 0;
+  for (const fs::path& dir : caches) removed += fs::remove_all(dir);
+  const txn::Fingerprint before = txn::testing::print_of(m_venv);
+  const fs::path pip = m_venv / "bin/pip";
+  const fs::path cache = m_dir->path() / "cache";
+  Fd lock = hold_lock();
+  auto run = std::async(std::launch::async, [&] {
+    return venvfix_cli(m_venv,
+                       {"guard", "exec", "--tool", "pip", "--", pip.string(), "install",
+                        "--no-deps", "--no-index", wheel.string()},
+                       {{"PYTHONDONTWRITEBYTECODE", ""}, {"XDG_CACHE_HOME", cache.string()}});
+  });
+  const pid_t held = wait_until_held(pip);
+  EXPECT_NE(held, 0) << "pip was not seen waiting for its release";
+  const txn::Fingerprint meanwhile = txn::testing::print_of(m_venv);
+  EXPECT_EQ(txn::describe_difference(before, meanwhile), "")
+      << "the held pip wrote into the venv (" << removed << " bytecode files removed before)";
+  EXPECT_FALSE(fs::exists(cache)) << "the held pip wrote its cache";
+  EXPECT_EQ(snapshots(), 0U);
+  lock = Fd();
+  const CommandResult result = run.get();
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("Successfully installed held-1.0"));
+  EXPECT_TRUE(fs::exists(venv->purelib / "held.py"));
+  EXPECT_EQ(snapshots(), 1U);
 }
 
 // A script with code of its own at the top level runs none of it before the release.
