@@ -238,7 +238,8 @@ TEST_F(LayoutsCli, GhostInTheVenvShadowingAHealthyBase) {
 // state goes under the cache directory, keyed by the prefix path, and it says so.
 TEST_F(LayoutsCli, ReadOnlyPrefixKeepsItsStateInTheCache) {
   if (!venvfix::testing::hermetic_available()) GTEST_SKIP() << "needs root and unshare";
-  fs::path prefix = scenario("prefix-seed");
+  // Settled: the hash cache, which the test looks for, is written only with digests it keeps.
+  fs::path prefix = settled_scenario("prefix-seed");
   const fs::path cache = path("cache");
   CommandResult result = venvfix::testing::run_command(
       {"unshare", "-m", "--propagation", "private", "sh", "-c",

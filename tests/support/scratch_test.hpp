@@ -33,9 +33,9 @@ class ScratchTest : public ::testing::Test {
   // A fresh, writable copy of the world's scenario `name` in this directory.
   fs::path scenario(std::string_view name) const { return make_scenario(name, m_dir->path()); }
   // The same, returned once its files are older than the hash cache's racy margin (100 ms,
-  // src/dist/hash_cache.cpp): the copy gives every file a new ctime, and a digest of a file
-  // changed that recently is not kept, so on a fast host a doctor run at once would leave the
-  // next one hashing again.
+  // changed_well_before in venvfix/base/fs.hpp): the copy gives every file a new ctime, and a
+  // digest of a file changed that recently is not kept, so on a fast host a doctor run at once
+  // would leave the next one hashing again.
   fs::path settled_scenario(std::string_view name) const {
     fs::path venv = scenario(name);
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
