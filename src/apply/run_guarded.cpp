@@ -180,6 +180,15 @@ Result<std::pair<txn::TakenSnapshot, verify::Analysis>> snapshot_and_analyze(
   return std::pair{std::move(taken), std::move(*before)};
 }
 
+// Both analyses read the ELF files through one memo: the one after the command reads again only
+// those whose stat changed.
+verify::Options analysis_options_for(const RunOptions& options) {
+  verify::Options analysis_options;
+  analysis_options.targets = options.targets;
+  analysis_options.elf_source = std::make_shared<elf::ElfSource>();
+  return analysis_options;
+}
+
 }  // namespace
 
 Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
@@ -196,8 +205,7 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
                       "back; run it without venvfix (a guarded pip: VENVFIX_GUARD=0)",
                       what, behind->link.string(), behind->target.string());
   }
-  verify::Options analysis_options;
-  analysis_options.targets = options.targets;
+  const verify::Options analysis_options = analysis_options_for(options);
   VENVFIX_TRY_ASSIGN(auto snapshot_and_before,
                      snapshot_and_analyze(venv, lock, options.by + ": " + what, manifests, system,
                                           analysis_options));
@@ -227,6 +235,7 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   // Read before the analysis after takes the distributions the command left alone from it.
   const std::vector<plan::Break> was = plan::breakage(before);
   verify::Options after_options = analysis_options;
+  after_options.elf_source->files_may_have_changed();
   std::unordered_set<std::string> touched;
   if (changes) {
     touched = touched_paths(*changes);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <system_error>
 
@@ -214,6 +215,21 @@ FileIdentity file_identity_from(const struct stat& st) {
   id.ctime_ns = static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
   id.mode = st.st_mode;
   return id;
+}
+
+std::int64_t realtime_ns() {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+bool changed_well_before(const FileIdentity& identity, std::int64_t at_ns) {
+  constexpr std::int64_t k_margin_ns = 100'000'000;
+  constexpr std::int64_t k_margin_whole_seconds_ns = 2'000'000'000;
+  const bool whole_seconds =
+      identity.mtime_ns % 1'000'000'000 == 0 && identity.ctime_ns % 1'000'000'000 == 0;
+  const std::int64_t margin = whole_seconds ? k_margin_whole_seconds_ns : k_margin_ns;
+  return std::max(identity.mtime_ns, identity.ctime_ns) < at_ns - margin;
 }
 
 Result<FileIdentity> file_identity(const fs::path& path) {

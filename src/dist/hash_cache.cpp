@@ -29,8 +29,6 @@ constexpr std::size_t k_record_size = 5 * 8 + 32;
 constexpr std::size_t k_max_entries = 1u << 20;
 // Entries above this are pruned (the unused ones first) so the file cannot grow forever.
 constexpr std::size_t k_keep_entries = 1u << 18;
-constexpr std::int64_t k_racy_margin_ns = 100'000'000;           // 100 ms: coarse kernel clocks
-constexpr std::int64_t k_racy_margin_coarse_ns = 2'000'000'000;  // 1 s / 2 s timestamp filesystems
 
 void put_u64(std::string& out, std::uint64_t value) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
@@ -102,12 +100,6 @@ HashCache HashCache::load(const fs::path& file) {
   return cache;
 }
 
-std::int64_t realtime_ns() {
-  struct timespec now {};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
-
 std::optional<Sha256Digest> HashCache::lookup(const FileIdentity& identity) {
   auto it = m_entries.find(key_of(identity));
   if (it == m_entries.end()) return std::nullopt;
@@ -117,10 +109,7 @@ std::optional<Sha256Digest> HashCache::lookup(const FileIdentity& identity) {
 
 bool HashCache::remember(const FileIdentity& identity, const Sha256Digest& digest,
                          std::int64_t hashed_at_ns) {
-  bool whole_seconds =
-      identity.mtime_ns % 1'000'000'000 == 0 && identity.ctime_ns % 1'000'000'000 == 0;
-  std::int64_t margin = whole_seconds ? k_racy_margin_coarse_ns : k_racy_margin_ns;
-  if (std::max(identity.mtime_ns, identity.ctime_ns) >= hashed_at_ns - margin) return false;
+  if (!changed_well_before(identity, hashed_at_ns)) return false;
   auto [it, inserted] = m_entries.try_emplace(key_of(identity), Entry{digest, true});
   if (!inserted && it->second.digest != digest) {
     it->second.digest = digest;  // same identity, other bytes: only a racy write can do this

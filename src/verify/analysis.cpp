@@ -117,7 +117,8 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   phase("targets");
   check_requirements(analysis, manifests);
   phase("requirements");
-  check_loading(analysis, manifests, system);
+  check_loading(analysis, manifests, system,
+                options.elf_source ? options.elf_source : std::make_shared<elf::ElfSource>());
   phase("loading");
   check_files(analysis, options, file_stats.get());
   phase("files");

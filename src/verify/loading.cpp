@@ -91,10 +91,10 @@ struct UseRecord {
 class UseCollector {
  public:
   UseCollector(Analysis& analysis, const manifest::Manifests& manifests,
-               const elf::SystemView& system)
+               const elf::SystemView& system, std::shared_ptr<elf::ElfSource> source)
       : m_analysis(analysis),
         m_manifests(manifests),
-        m_resolver(system, std::make_shared<elf::ElfSource>(), venv_executable(analysis.venv)) {
+        m_resolver(system, std::move(source), venv_executable(analysis.venv)) {
     for (const dist::Distribution& dist : analysis.inventory.distributions) {
       for (const dist::RecordEntry& entry : dist.record) {
         if (looks_like_shared_object(entry.path)) {
@@ -421,7 +421,7 @@ void report_on_some_ways(Analysis& analysis, std::map<std::string, SonameGroup>&
 }  // namespace
 
 void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
-                   const elf::SystemView& system) {
+                   const elf::SystemView& system, const std::shared_ptr<elf::ElfSource>& source) {
   std::map<fs::path, std::vector<std::string>> listings;
   analysis.preloaded = torch_preloads(
       analysis, manifests, [&](const fs::path& dir) -> const auto& {
@@ -429,8 +429,12 @@ void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
         if (inserted) it->second = sorted_listing(dir);
         return it->second;
       });
-  UseCollector collector(analysis, manifests, system);
+  const std::size_t reads_before = source->reads();
+  const std::size_t kept_before = source->kept();
+  UseCollector collector(analysis, manifests, system, source);
   for (const Target& target : analysis.targets) collector.collect_target(target);
+  spdlog::debug("loading: {} ELF paths read, {} taken again as read before (the same stat)",
+                source->reads() - reads_before, source->kept() - kept_before);
   analysis.uses = collector.uses();
 
   std::set<fs::path> loaded(collector.opened().begin(), collector.opened().end());

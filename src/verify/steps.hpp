@@ -18,9 +18,10 @@ Status select_targets(Analysis& analysis, const Options& options);
 void check_requirements(Analysis& analysis, const manifest::Manifests& manifests);
 
 // loading.cpp: torch's Python-side preload, then every DT_NEEDED (and manifest dlopen) of the
-// targets' objects resolved as ld.so would; unresolved and escaped sonames.
+// targets' objects resolved as ld.so would; unresolved and escaped sonames. The ELF files are
+// read through `source` (see Options::elf_source).
 void check_loading(Analysis& analysis, const manifest::Manifests& manifests,
-                   const elf::SystemView& system);
+                   const elf::SystemView& system, const std::shared_ptr<elf::ElfSource>& source);
 
 // files.cpp: RECORD against disk — ghost files, clobbered files, shared paths. In two halves:
 // the stat pass of every RECORD row (and the hash cache's load) needs only the inventory, so

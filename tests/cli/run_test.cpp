@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/txn_cli_support.hpp"
+#include "elf/elf_test_support.hpp"
 #include "venvfix/env/venv.hpp"
 
 namespace venvfix::txn {
@@ -183,6 +186,44 @@ TEST_F(RunCli, TheAnalysisAfterReadsAgainOnlyTheMetadataTheCommandTouched) {
       added.err.find(fmt::format("analysis: 0 of {} distributions read again", distributions)),
       std::string::npos)
       << added.err;
+}
+
+// A library the analysis before read, replaced by the command (a new file renamed over it, as pip
+// writes files) with one that needs a soname nothing provides: the analysis after keeps the ELF
+// reads whose stat did not change and reads this one again, so the break is found and rolled
+// back. (A removed library is seen in its directory's listing; a replaced one only in its stat.)
+TEST_F(RunCli, ALibraryReplacedByTheCommandIsReadAgainByTheAnalysisAfter) {
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  const fs::path library = venv->purelib / "torch/lib/libc10_cuda.so";
+  ASSERT_TRUE(fs::exists(library));
+  const fs::path gone = m_dir->path() / "build/libvenvfix_gone.so.1";
+  const fs::path replacement = m_dir->path() / "build/libc10_cuda.so";
+  elf::testing::build_shared_object(gone, elf::testing::SharedObject("libvenvfix_gone.so.1"));
+  elf::testing::build_shared_object(replacement,
+                                    elf::testing::SharedObject("libc10_cuda.so").needs(gone));
+  // A kept snapshot first, as a guarded venv has: the store holds every file, so run's snapshot
+  // links none anew (a new link changes a file's ctime, and the memo reads it again). Then the
+  // library settled before the analysis reads it: a change after would show in its stat, so a
+  // memo that skipped the stat would take the old reading.
+  ASSERT_EQ(venvfix_cli(m_venv, {"snapshot", "create"}).exit_code, 0);
+  for (int i = 0; i < 100; ++i) {
+    auto identity = file_identity_follow(library);
+    ASSERT_TRUE(identity);
+    if (changed_well_before(*identity, realtime_ns())) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto before = print_of(m_venv);
+  auto replaced = venvfix_cli(m_venv, {"-v", "-v", "run", "--no-probe", "--", "sh", "-c",
+                                       "cp \"$1\" \"$2.new\" && mv \"$2.new\" \"$2\"", "sh",
+                                       replacement.string(), library.string()});
+  EXPECT_EQ(replaced.exit_code, 5) << replaced.out << replaced.err;
+  EXPECT_NE(replaced.err.find("libvenvfix_gone.so.1"), std::string::npos) << replaced.err;
+  EXPECT_NE(replaced.err.find("1 ELF paths read, "), std::string::npos)
+      << "the analysis after did not read just the replaced library again\n"
+      << replaced.err;
+  const auto after = print_of(m_venv);
+  EXPECT_EQ(after, before) << describe_difference(before, after);
 }
 
 // A venv whose own site-packages lies behind a symlink below its root (lib -> elsewhere): the

@@ -125,6 +125,16 @@ struct FileIdentity {
 // The identity of what stat(2)/lstat(2)/fstatat(2) returned.
 FileIdentity file_identity_from(const struct stat& st);
 
+// CLOCK_REALTIME in nanoseconds since the epoch: the clock file timestamps are set from.
+std::int64_t realtime_ns();
+
+// Whether a write at or after `at_ns` (wall clock, ns since the epoch) would change `identity`'s
+// timestamps, so that an unchanged identity later means unchanged bytes. Not when the file was
+// changed too close to `at_ns`: a write within the same filesystem clock tick leaves mtime and
+// ctime as they were ("racy", as git calls it). The margin covers coarse kernel clocks (100 ms)
+// and filesystems with whole-second timestamps (2 s).
+bool changed_well_before(const FileIdentity& identity, std::int64_t at_ns);
+
 // lstat(2)s `path`. A missing file is an error with message "<path>: No such file…".
 Result<FileIdentity> file_identity(const fs::path& path);
 // stat(2) (follows symlinks).

@@ -21,8 +21,6 @@ namespace fs = std::filesystem;
 // Wall-clock time in nanoseconds since the epoch. The racy-timestamp rule compares file
 // timestamps with it, so tests pass a fixed one instead of waiting for the real clock to move.
 using WallClock = std::function<std::int64_t()>;
-// CLOCK_REALTIME: the default clock of every HashCache.
-std::int64_t realtime_ns();
 
 class HashCache {
  public:
@@ -53,7 +51,8 @@ class HashCache {
   // file has after its last rename. Returns false for anything but a regular file.
   bool seed(const FileIdentity& identity, const Sha256Digest& digest);
 
-  // The clock remember()'s callers read (realtime_ns unless set); called from several threads.
+  // The clock remember()'s callers read (venvfix::realtime_ns unless set); called from several
+  // threads.
   void set_clock(WallClock clock) { m_clock = std::move(clock); }
   std::int64_t now_ns() const { return m_clock(); }
 

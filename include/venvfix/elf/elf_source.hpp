@@ -1,4 +1,7 @@
-// A memo of ELF reads, so that the resolver (and doctor) read each file once.
+// A memo of ELF reads, so that the resolver (and doctor) read each file once. Kept across the
+// analyses before and after `run`'s command, it reads again only what the command changed: once
+// told that the files may have changed, it takes a record again only where a stat of its path
+// gives the identity it had when it was read.
 //
 // Thread-safe: get() and inject() may be called from several threads at once. Two threads
 // asking for the same unread path may both read it; the first result stored wins and both
@@ -12,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "venvfix/base/fs.hpp"
 #include "venvfix/elf/elf_file.hpp"
 
 namespace venvfix::elf {
@@ -34,6 +38,12 @@ struct ElfRecord {
   std::shared_ptr<const ElfInfo> info;
   std::uint64_t device = 0;  // file identity (stat, following symlinks) for state elf;
   std::uint64_t inode = 0;   // 0/0 when unknown
+  // What stat(2) of the path said when it was read: the identity, or (stat_error) why none.
+  FileIdentity stat_identity;
+  int stat_error = 0;
+  // A change after the read would show in stat_identity (changed_well_before), or stat failed:
+  // only such a record is taken again once the files may have changed.
+  bool settled = false;
 };
 
 class ElfSource {
@@ -43,13 +53,25 @@ class ElfSource {
   // Uses `info` for `path` instead of reading it (the caller already parsed it). The file is
   // still stat()ed for its identity. Replaces an earlier record for the same path.
   void inject(const fs::path& path, ElfInfo info);
+  // The files may have changed since the records were made (`run`'s command ran): from now on
+  // a record is used again only where it is settled and a stat of its path gives the identity
+  // (or the error) it had; any other path is read again.
+  void files_may_have_changed();
   // Number of files actually read (not injected, not served from the memo).
   std::size_t reads() const;
+  // Number of records taken again after files_may_have_changed, a stat each.
+  std::size_t kept() const;
 
  private:
+  struct Entry {
+    std::shared_ptr<const ElfRecord> record;
+    std::uint64_t checked = 0;  // the m_epoch it was read or checked in
+  };
   mutable std::mutex m_mutex;
-  std::unordered_map<std::string, std::shared_ptr<const ElfRecord>> m_records;
+  std::unordered_map<std::string, Entry> m_records;
+  std::uint64_t m_epoch = 0;  // how many times the files may have changed
   std::size_t m_reads = 0;
+  std::size_t m_kept = 0;
 };
 
 // Reads one path into a record (no memo).

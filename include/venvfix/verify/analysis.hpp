@@ -33,6 +33,10 @@ struct Options {
   // moved from there instead of read again. Null: every distribution is read.
   dist::Inventory* earlier_inventory = nullptr;
   std::function<bool(const fs::path&)> unchanged_metadata;
+  // The ELF reads of the loading check. `run` passes the same one to its analyses before and
+  // after its command, told in between that the files may have changed: the analysis after
+  // reads again only the ELF files whose stat differs. Null: a new one.
+  std::shared_ptr<elf::ElfSource> elf_source;
 };
 
 struct Target {
