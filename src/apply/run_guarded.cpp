@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <future>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -148,6 +150,38 @@ std::unordered_set<std::string> touched_paths(const txn::SnapshotDiff& changes) 
   return touched;
 }
 
+// What the analysis after the command takes from the comparison with the snapshot: the paths the
+// command touched, and the identities the comparison found by venv-relative path (views into the
+// snapshot's manifest). The options options_after makes refer to it.
+struct CommandChanges {
+  std::unordered_set<std::string> touched;
+  std::unordered_map<std::string_view, FileIdentity> seen;
+};
+
+// The analysis after the command: its ELF memo told that the files may have changed; where the
+// comparison is known, the distributions it left alone taken from the analysis before, and the
+// files' identities from the comparison.
+verify::Options options_after(verify::Options options, const env::Venv& venv,
+                              const std::optional<txn::SnapshotDiff>& changes,
+                              verify::Analysis& before, CommandChanges& found) {
+  options.elf_source->files_may_have_changed();
+  if (!changes) return options;
+  found.touched = touched_paths(*changes);
+  found.seen.reserve(changes->files_seen.size());
+  for (const auto& [path, identity] : changes->files_seen) found.seen.emplace(path, identity);
+  options.identity_now = [&seen = found.seen,
+                          root = venv.root.string() + "/"](std::string_view path) {
+    auto it = path.starts_with(root) ? seen.find(path.substr(root.size())) : seen.end();
+    return it != seen.end() ? std::optional(it->second) : std::nullopt;
+  };
+  options.earlier_inventory = &before.inventory;
+  options.unchanged_metadata = [&touched = found.touched, &venv](const fs::path& dir) {
+    const fs::path relative = dir.lexically_relative(venv.root);
+    return !relative.empty() && *relative.begin() != ".." && !touched.contains(relative.string());
+  };
+  return options;
+}
+
 std::string listed(const std::vector<std::string>& lines) {
   std::string out;
   for (const std::string& line : lines) out += "\n  " + line;
@@ -234,18 +268,9 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   std::optional<EarlyProbe> early = start_probe(options, before);
   // Read before the analysis after takes the distributions the command left alone from it.
   const std::vector<plan::Break> was = plan::breakage(before);
-  verify::Options after_options = analysis_options;
-  after_options.elf_source->files_may_have_changed();
-  std::unordered_set<std::string> touched;
-  if (changes) {
-    touched = touched_paths(*changes);
-    after_options.earlier_inventory = &before.inventory;
-    after_options.unchanged_metadata = [&](const fs::path& dir) {
-      const fs::path relative = dir.lexically_relative(venv.root);
-      return !relative.empty() && *relative.begin() != ".." && !touched.contains(relative.string());
-    };
-  }
-  auto after = verify::analyze(venv, manifests, system, after_options);
+  CommandChanges found;
+  auto after = verify::analyze(venv, manifests, system,
+                               options_after(analysis_options, venv, changes, before, found));
   if (!after) {
     return make_error(after.error().code,
                       "cannot check the venv after `{}` ({}); snapshot {} is kept: `venvfix "

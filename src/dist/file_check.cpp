@@ -258,6 +258,7 @@ FileCheck judge(const Inventory& inventory, const CheckRequest& request, const P
 struct FileStats::Impl {
   std::vector<CheckRequest> requests;
   ProbeSet set;
+  std::size_t known = 0;  // probes `known` answered
 };
 
 FileStats::FileStats(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -265,14 +266,31 @@ FileStats::FileStats(FileStats&&) noexcept = default;
 FileStats& FileStats::operator=(FileStats&&) noexcept = default;
 FileStats::~FileStats() = default;
 
-FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests) {
+FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests,
+                     const KnownIdentity& known) {
   auto impl = std::make_unique<FileStats::Impl>();
   impl->requests = std::move(requests);
   impl->set = make_probes(inventory, impl->requests);
   ProbeSet& set = impl->set;
-  parallel_for(set.probes.size(), 256,
-               [&](std::size_t i) { stat_probe(inventory.paths, set.probes[i]); });
+  std::atomic<std::size_t> answered = 0;
+  parallel_for(set.probes.size(), 256, [&](std::size_t i) {
+    Probe& probe = set.probes[i];
+    if (known) {
+      if (std::optional<FileIdentity> identity = known(inventory.paths[probe.path]);
+          identity && S_ISREG(identity->mode)) {
+        probe.identity = *identity;
+        answered.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    stat_probe(inventory.paths, probe);
+  });
+  impl->known = answered.load();
   return FileStats(std::move(impl));
+}
+
+std::size_t known_count(const FileStats& stats) {
+  return stats.m_impl->known;
 }
 
 FileCheckReport check_files(const Inventory& inventory, FileStats stats, HashPolicy policy,

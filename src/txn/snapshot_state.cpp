@@ -56,7 +56,8 @@ Result<Manifest> load_manifest_header(const env::Venv& venv, const std::string& 
   return manifest;
 }
 
-Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& manifest) {
+Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& manifest,
+                                     KeepIdentities keep) {
   StateDelta delta;
   if (manifest.kind == SnapshotKind::transaction) {
     for (const ManifestEntry& e : manifest.entries) {
@@ -81,7 +82,7 @@ Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& mani
       }
     }
   } else {
-    VENVFIX_TRY_ASSIGN(delta, compare_tree(venv, manifest));
+    VENVFIX_TRY_ASSIGN(delta, compare_tree(venv, manifest, keep));
   }
   for (auto* list : {&delta.added_files, &delta.added_dirs, &delta.put_back, &delta.changed,
                      &delta.missing_dirs}) {

@@ -22,7 +22,12 @@ struct StateDelta {
   // changed since the snapshot's walk (tree_compare.hpp).
   std::size_t dirs_read = 0;
   std::size_t dirs_unchanged = 0;
+  // With KeepIdentities::yes: each regular file of the state that is a regular file in the venv
+  // now, with the identity the comparison's stat found (`run` hands them to its file check).
+  std::vector<std::pair<const ManifestEntry*, FileIdentity>> files_seen;
 };
+
+enum class KeepIdentities { no, yes };
 
 // Reads <venv>/.venvfix/snapshots/<id>/manifest.
 Result<Manifest> load_manifest(const env::Venv& venv, const std::string& id);
@@ -30,6 +35,7 @@ Result<Manifest> load_manifest(const env::Venv& venv, const std::string& id);
 // enough for Manifest::info(), without parsing 30,000 entries per snapshot listed.
 Result<Manifest> load_manifest_header(const env::Venv& venv, const std::string& id);
 
-Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& manifest);
+Result<StateDelta> compare_with_venv(const env::Venv& venv, const Manifest& manifest,
+                                     KeepIdentities keep = KeepIdentities::no);
 
 }  // namespace venvfix::txn

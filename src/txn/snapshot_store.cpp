@@ -193,8 +193,14 @@ Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id)
 }
 
 Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const TakenSnapshot& snapshot) {
-  VENVFIX_TRY_ASSIGN(StateDelta delta, compare_with_venv(venv, *snapshot.manifest));
-  return diff_of(delta);
+  VENVFIX_TRY_ASSIGN(StateDelta delta,
+                     compare_with_venv(venv, *snapshot.manifest, KeepIdentities::yes));
+  SnapshotDiff diff = diff_of(delta);
+  diff.files_seen.reserve(delta.files_seen.size());
+  for (const auto& [entry, identity] : delta.files_seen) {
+    diff.files_seen.emplace_back(entry->path, identity);
+  }
+  return diff;
 }
 
 }  // namespace venvfix::txn

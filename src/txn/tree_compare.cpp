@@ -38,6 +38,7 @@ struct Context {
   const fs::path& root;
   int root_fd;
   fs::path files;  // format 1: the mirror holding symlinks
+  KeepIdentities keep = KeepIdentities::no;
 };
 
 // Every directory of the state (each D entry, each parent of an entry, the root) with its entries.
@@ -199,6 +200,9 @@ Status compare_entry(const Context& c, const ManifestEntry& e, int dir, const st
   bool same = false;
   if (e.type == 'F') {
     same = same_identity(c.manifest, e, *now);
+    if (c.keep == KeepIdentities::yes && S_ISREG(now->st_mode)) {
+      out.files_seen.emplace_back(&e, file_identity_from(*now));
+    }
   } else if (S_ISLNK(now->st_mode)) {
     VENVFIX_TRY_ASSIGN(same, same_symlink(c, e, dir, name));
   }
@@ -277,10 +281,11 @@ Status compare_dir(const Context& c, const StateDir& d, StateDelta& out) {
 
 }  // namespace
 
-Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest) {
+Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest,
+                                KeepIdentities keep) {
   VENVFIX_TRY_ASSIGN(Fd root, open_file(venv.root, O_RDONLY | O_DIRECTORY));
   const Context context{manifest, venv.root, root.get(),
-                        snapshots_dir(venv) / manifest.id / "files"};
+                        snapshots_dir(venv) / manifest.id / "files", keep};
   const std::vector<StateDir> dirs = state_dirs(manifest);
   std::vector<StateDelta> parts(dirs.size());
   VENVFIX_TRY(run_parallel(
@@ -300,6 +305,7 @@ Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest)
     delta.dirs_unchanged += part.dirs_unchanged;
     delta.entries_to_restore.insert(delta.entries_to_restore.end(), part.entries_to_restore.begin(),
                                     part.entries_to_restore.end());
+    delta.files_seen.insert(delta.files_seen.end(), part.files_seen.begin(), part.files_seen.end());
   }
   return delta;
 }

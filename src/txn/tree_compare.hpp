@@ -14,6 +14,7 @@ namespace venvfix::txn {
 // new directory with everything below it). A directory unchanged since the snapshot's walk
 // (walk_base.hpp: version 3) is not read, only its entries stat'ed by name. The lists come back
 // sorted.
-Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest);
+Result<StateDelta> compare_tree(const env::Venv& venv, const Manifest& manifest,
+                                KeepIdentities keep = KeepIdentities::no);
 
 }  // namespace venvfix::txn

@@ -108,10 +108,10 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   std::future<SiteScan> scan =
       std::async(std::launch::async, [&venv = analysis.venv] { return scan_site(venv); });
   std::future<FileStatPass> file_stats = std::async(
-      std::launch::async,
-      [&inventory = analysis.inventory, &venv = analysis.venv, after = options.stat_files_after] {
+      std::launch::async, [&inventory = analysis.inventory, &venv = analysis.venv,
+                           after = options.stat_files_after, &known = options.identity_now] {
         if (after.valid()) after.wait();
-        return stat_record_files(inventory, venv);
+        return stat_record_files(inventory, venv, known);
       });
   VENVFIX_TRY(select_targets(analysis, options));
   phase("targets");

@@ -160,15 +160,22 @@ void add_shared_paths(Analysis& analysis) {
 
 }  // namespace
 
-FileStatPass stat_record_files(const dist::Inventory& inventory, const env::Venv& venv) {
+FileStatPass stat_record_files(const dist::Inventory& inventory, const env::Venv& venv,
+                               const dist::KnownIdentity& known) {
   std::vector<dist::CheckRequest> requests;
   for (const dist::CheckRequest& request : dist::all_entries(inventory)) {
     const dist::Distribution& dist = inventory.distributions[request.dist];
     const std::string& path = dist.record[request.entry].path;
     if (!is_bytecode(path) && !dist_info_explains(dist, path)) requests.push_back(request);
   }
-  return FileStatPass{dist::stat_files(inventory, std::move(requests)),
-                      dist::HashCache::load_for(venv.state_dir())};
+  const std::size_t asked = requests.size();
+  dist::FileStats stats = dist::stat_files(inventory, std::move(requests), known);
+  if (known) {
+    spdlog::debug(
+        "files: {} of {} stat'ed, the others as the comparison after the command found them",
+        asked - dist::known_count(stats), asked);
+  }
+  return FileStatPass{std::move(stats), dist::HashCache::load_for(venv.state_dir())};
 }
 
 void check_files(Analysis& analysis, const Options& options, FileStatPass pass) {

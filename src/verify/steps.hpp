@@ -30,7 +30,8 @@ struct FileStatPass {
   dist::FileStats stats;
   dist::HashCache cache;
 };
-FileStatPass stat_record_files(const dist::Inventory& inventory, const env::Venv& venv);
+FileStatPass stat_record_files(const dist::Inventory& inventory, const env::Venv& venv,
+                               const dist::KnownIdentity& known);
 void check_files(Analysis& analysis, const Options& options, FileStatPass pass);
 
 // layout.cpp: the walk of every site-packages for files named like shared objects, and pip's

@@ -226,6 +226,31 @@ TEST_F(RunCli, ALibraryReplacedByTheCommandIsReadAgainByTheAnalysisAfter) {
   EXPECT_EQ(after, before) << describe_difference(before, after);
 }
 
+// The file check after the command takes each file's identity from the comparison with the
+// snapshot, which stat'ed every file after the command ended, instead of a second stat: a file
+// the command replaced (here torch's __init__.py, longer, renamed over it as pip writes files)
+// is judged by its new identity, so its size no longer matches RECORD and the command is rolled
+// back; no file is stat'ed twice.
+TEST_F(RunCli, TheFileCheckAfterJudgesEachFileByTheStatOfTheComparison) {
+  auto venv = env::open_venv_at(m_venv);
+  ASSERT_TRUE(venv);
+  const fs::path module = venv->purelib / "torch/__init__.py";
+  ASSERT_TRUE(fs::exists(module));
+  const auto before = print_of(m_venv);
+  const std::string lengthen =
+      "import os, sys\np = sys.argv[1]\n"
+      "open(p + '.new', 'w').write(open(p).read() + '# more\\n')\n"
+      "os.rename(p + '.new', p)\n";
+  auto result = venvfix_cli(
+      m_venv, {"-v", "-v", "run", "--no-probe", "--", "python3", "-c", lengthen, module.string()});
+  EXPECT_EQ(result.exit_code, 5) << result.out << result.err;
+  EXPECT_NE(result.err.find("differs from its RECORD (torch/__init__.py)"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("files: 0 of "), std::string::npos) << result.err;
+  const auto after = print_of(m_venv);
+  EXPECT_EQ(after, before) << describe_difference(before, after);
+}
+
 // A venv whose own site-packages lies behind a symlink below its root (lib -> elsewhere): the
 // snapshot records the symlink and does not enter it, so `run` could not roll back what a
 // command changes there. It refuses before running the command, naming the symlink.

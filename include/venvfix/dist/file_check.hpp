@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -74,6 +75,10 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
 // the caller still works out which files to hash: stat_files stats every requested file (on
 // every core) and keeps what it saw; check_files(inventory, stats, ...) then hashes, judges
 // and reports exactly as the one-call form does. `inventory` must be the same, unchanged.
+// The identity a file of a known state has now (an absolute path), where the caller stat'ed it
+// already; nullopt: stat it.
+using KnownIdentity = std::function<std::optional<FileIdentity>(std::string_view absolute_path)>;
+
 class FileStats {
  public:
   FileStats(FileStats&&) noexcept;
@@ -83,14 +88,21 @@ class FileStats {
 
  private:
   explicit FileStats(std::unique_ptr<Impl> impl);
-  friend FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests);
+  friend FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests,
+                              const KnownIdentity& known);
   friend FileCheckReport check_files(const Inventory& inventory, FileStats stats, HashPolicy policy,
                                      const std::unordered_set<std::string>& always_hash,
                                      HashCache* cache);
+  friend std::size_t known_count(const FileStats& stats);
   std::unique_ptr<Impl> m_impl;
 };
 
-FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests);
+// `known` (may be empty) answers for files stat'ed already: a regular file it knows is not
+// stat'ed again.
+FileStats stat_files(const Inventory& inventory, std::vector<CheckRequest> requests,
+                     const KnownIdentity& known = nullptr);
+// How many of the files stat_files was asked for `known` answered.
+std::size_t known_count(const FileStats& stats);
 FileCheckReport check_files(const Inventory& inventory, FileStats stats, HashPolicy policy,
                             const std::unordered_set<std::string>& always_hash, HashCache* cache);
 

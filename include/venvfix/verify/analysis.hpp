@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "venvfix/base/result.hpp"
+#include "venvfix/dist/file_check.hpp"
 #include "venvfix/dist/inventory.hpp"
 #include "venvfix/elf/resolver.hpp"
 #include "venvfix/env/host.hpp"
@@ -37,6 +38,10 @@ struct Options {
   // after its command, told in between that the files may have changed: the analysis after
   // reads again only the ELF files whose stat differs. Null: a new one.
   std::shared_ptr<elf::ElfSource> elf_source;
+  // `run`'s analysis after its command: the identities its comparison with the snapshot found
+  // (that stat is as recent as any the file check would make: the venv is locked and the command
+  // has ended), so the file check stats only the files it does not know.
+  dist::KnownIdentity identity_now;
 };
 
 struct Target {
