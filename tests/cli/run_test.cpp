@@ -35,6 +35,17 @@ class RunCli : public ::testing::Test {
             "-y",
             "nvidia-cudnn-cu12"};
   }
+  // `run -vv` of a command that appends `text` to `file` as pip writes files: a new file renamed
+  // over the old one.
+  venvfix::testing::CommandResult run_appending(const fs::path& file,
+                                                const std::string& text) const {
+    const std::string append =
+        "import os, sys\np = sys.argv[1]\n"
+        "open(p + '.new', 'w').write(open(p).read() + sys.argv[2])\n"
+        "os.rename(p + '.new', p)\n";
+    return venvfix_cli(m_venv, {"-v", "-v", "run", "--no-probe", "--", "python3", "-c", append,
+                                file.string(), text});
+  }
   std::size_t snapshot_count() {
     auto listed = venvfix_cli(m_venv, {"--json", "snapshot", "list"});
     auto document = nlohmann::json::parse(listed.out, nullptr, false);
@@ -163,14 +174,7 @@ TEST_F(RunCli, TheAnalysisAfterReadsAgainOnlyTheMetadataTheCommandTouched) {
       fs::directory_iterator(venv->purelib), fs::directory_iterator(),
       [](const fs::directory_entry& entry) { return entry.path().extension() == ".dist-info"; }));
   const auto before = print_of(m_venv);
-  // Written to a new file and renamed over the old one, as pip writes a RECORD.
-  const std::string add_row =
-      "import os, sys\np = sys.argv[1]\n"
-      "open(p + '.new', 'w').write(open(p).read() + "
-      "'torch/lib/libghost.so.1,sha256=AAAA,10\\n')\n"
-      "os.rename(p + '.new', p)\n";
-  auto rewrote = venvfix_cli(
-      m_venv, {"-v", "-v", "run", "--no-probe", "--", "python3", "-c", add_row, record.string()});
+  auto rewrote = run_appending(record, "torch/lib/libghost.so.1,sha256=AAAA,10\n");
   EXPECT_EQ(rewrote.exit_code, 5) << rewrote.out << rewrote.err;
   EXPECT_NE(rewrote.err.find("libghost.so.1"), std::string::npos) << rewrote.err;
   EXPECT_NE(
@@ -237,12 +241,7 @@ TEST_F(RunCli, TheFileCheckAfterJudgesEachFileByTheStatOfTheComparison) {
   const fs::path module = venv->purelib / "torch/__init__.py";
   ASSERT_TRUE(fs::exists(module));
   const auto before = print_of(m_venv);
-  const std::string lengthen =
-      "import os, sys\np = sys.argv[1]\n"
-      "open(p + '.new', 'w').write(open(p).read() + '# more\\n')\n"
-      "os.rename(p + '.new', p)\n";
-  auto result = venvfix_cli(
-      m_venv, {"-v", "-v", "run", "--no-probe", "--", "python3", "-c", lengthen, module.string()});
+  auto result = run_appending(module, "# more\n");
   EXPECT_EQ(result.exit_code, 5) << result.out << result.err;
   EXPECT_NE(result.err.find("differs from its RECORD (torch/__init__.py)"), std::string::npos)
       << result.err;
