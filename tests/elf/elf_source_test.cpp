@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "elf/elf_test_support.hpp"
+#include "support/scratch_test.hpp"
 
 namespace venvfix::elf {
 namespace {
@@ -21,14 +22,9 @@ namespace {
 using testing::build_shared_object;
 using testing::SharedObject;
 
-class ElfSourceMemo : public ::testing::Test {
+class ElfSourceMemo : public venvfix::testing::ScratchTest {
  protected:
-  void SetUp() override {
-    auto dir = TempDir::create("venvfix-elf-source-test-");
-    ASSERT_TRUE(dir);
-    m_dir.emplace(std::move(*dir));
-  }
-  fs::path path(const std::string& name) const { return m_dir->path() / name; }
+  ElfSourceMemo() : ScratchTest("venvfix-elf-source-test-") {}
   // Builds `name` with DT_SONAME `soname`, then waits until a change to it would show in its
   // stat (changed_well_before: 100 ms on this filesystem's nanosecond timestamps).
   void build_settled(const std::string& name, const std::string& soname) {
@@ -49,7 +45,6 @@ class ElfSourceMemo : public ::testing::Test {
     return record.info != nullptr ? record.info->soname : "";
   }
 
-  std::optional<TempDir> m_dir;
   ElfSource m_source;
 };
 

@@ -55,24 +55,7 @@ class GuardCli : public ::testing::Test {
   fs::path harmless_wheel(const std::string& version) const {
     const fs::path wheel_dir = m_dir->path() / "wheels";
     fs::create_directories(wheel_dir);
-    fs::path wheel = wheel_dir / ("harmless-" + version + "-py3-none-any.whl");
-    const std::string info = "harmless-" + version + ".dist-info/";
-    CommandResult built = run_command(
-        {"python3", "-c",
-         "import zipfile, sys\n"
-         "wheel, version, info = sys.argv[1:]\n"
-         "z = zipfile.ZipFile(wheel, 'w')\n"
-         "z.writestr('harmless.py', 'VERSION = %r\\n' % version)\n"
-         "z.writestr(info + 'METADATA', 'Metadata-Version: 2.1\\nName: harmless\\nVersion: ' "
-         "+ version + '\\n')\n"
-         "z.writestr(info + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: "
-         "true\\nTag: py3-none-any\\n')\n"
-         "z.writestr(info + 'RECORD', ''.join(n + ',,\\n' for n in ['harmless.py', info + "
-         "'METADATA', info + 'WHEEL', info + 'RECORD']))\n"
-         "z.close()\n",
-         wheel.string(), version, info});
-    EXPECT_EQ(built.exit_code, 0) << built.err;
-    return wheel;
+    return venvfix::testing::make_module_wheel("harmless", version, wheel_dir);
   }
   std::vector<std::string> snapshot_reasons() const {
     auto listed = venvfix_cli(m_venv, {"--json", "snapshot", "list"});
@@ -117,25 +100,8 @@ TEST_F(GuardCli, ReadOnlyAndHarmlessCommandsPassThrough) {
   EXPECT_THAT(listed.out, HasSubstr("nvidia-cudnn-cu12=="));
   EXPECT_EQ(snapshot_count(), 0U) << "a read-only command took a snapshot";
   // A harmless wheel installs under the guard (the snapshot stays for `venvfix rollback`).
-  const fs::path wheel_dir = m_dir->path() / "wheels";
-  ASSERT_TRUE(fs::create_directories(wheel_dir) || fs::exists(wheel_dir));
-  CommandResult built =
-      run_command({"python3", "-c",
-                   "import zipfile, sys\n"
-                   "z = zipfile.ZipFile(sys.argv[1] + '/harmless-1.0-py3-none-any.whl', 'w')\n"
-                   "z.writestr('harmless.py', 'X = 1\\n')\n"
-                   "z.writestr('harmless-1.0.dist-info/METADATA', 'Metadata-Version: "
-                   "2.1\\nName: harmless\\nVersion: 1.0\\n')\n"
-                   "z.writestr('harmless-1.0.dist-info/WHEEL', 'Wheel-Version: "
-                   "1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n"
-                   "z.writestr('harmless-1.0.dist-info/RECORD', 'harmless.py,,\\n"
-                   "harmless-1.0.dist-info/METADATA,,\\nharmless-1.0.dist-info/WHEEL,,\\n"
-                   "harmless-1.0.dist-info/RECORD,,\\n')\n"
-                   "z.close()\n",
-                   wheel_dir.string()});
-  ASSERT_EQ(built.exit_code, 0) << built.err;
-  CommandResult installed = pip({"install", "--no-deps", "--no-index",
-                                 (wheel_dir / "harmless-1.0-py3-none-any.whl").string()});
+  const fs::path wheel = harmless_wheel("1.0");
+  CommandResult installed = pip({"install", "--no-deps", "--no-index", wheel.string()});
   EXPECT_EQ(installed.exit_code, 0) << installed.out << installed.err;
   EXPECT_TRUE(fs::exists(env::open_venv_at(m_venv)->purelib / "harmless.py"));
   EXPECT_EQ(snapshot_count(), 1U);

@@ -85,24 +85,9 @@ class GuardHeld : public ::testing::Test {
                          extra);
     });
   }
-  // A one-module wheel, built with zipfile, for the real pip to install; empty on failure.
+  // A one-module wheel (held.py) for the real pip to install.
   fs::path tiny_wheel() const {
-    const fs::path wheel = m_dir->path() / "held-1.0-py3-none-any.whl";
-    const CommandResult built = venvfix::testing::run_command(
-        {"python3", "-c",
-         "import sys, zipfile\n"
-         "z = zipfile.ZipFile(sys.argv[1], 'w')\n"
-         "z.writestr('held.py', 'X = 1\\n')\n"
-         "i = 'held-1.0.dist-info/'\n"
-         "z.writestr(i + 'METADATA', 'Metadata-Version: 2.1\\nName: held\\nVersion: 1.0\\n')\n"
-         "z.writestr(i + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: "
-         "true\\nTag: py3-none-any\\n')\n"
-         "z.writestr(i + 'RECORD', 'held.py,,\\n' + i + 'METADATA,,\\n' + i + 'WHEEL,,\\n' + i + "
-         "'RECORD,,\\n')\n"
-         "z.close()\n",
-         wheel.string()});
-    EXPECT_EQ(built.exit_code, 0) << built.err;
-    return built.exit_code == 0 ? wheel : fs::path();
+    return venvfix::testing::make_module_wheel("held", "1.0", m_dir->path());
   }
   fs::path marker() const { return m_dir->path() / "marker"; }
   std::string noted() const {
@@ -203,7 +188,6 @@ TEST_F(GuardHeld, APipScriptImportsWhileTheVenvIsLockedAndRunsOnlyAfterTheSnapsh
 // reaching the guard's wrapper are held, and install as they would alone.
 TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
   const fs::path wheel = tiny_wheel();
-  ASSERT_FALSE(wheel.empty());
   const CommandResult installed = venvfix_cli(
       m_venv, {"-v", "-v", "guard", "exec", "--tool", "pip", "--", (m_venv / "bin/pip").string(),
                "install", "--no-deps", "--no-index", wheel.string()});
@@ -246,7 +230,6 @@ TEST_F(GuardHeld, TheVenvsOwnPipIsHeldAndInstalls) {
 // Released, it installs.
 TEST_F(GuardHeld, TheRealPipWritesNothingWhileHeld) {
   const fs::path wheel = tiny_wheel();
-  ASSERT_FALSE(wheel.empty());
   auto venv = env::open_venv_at(m_venv);
   ASSERT_TRUE(venv);
   std::vector<fs::path> caches;

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "venvfix/base/strings.hpp"
+
 extern char** environ;
 
 namespace venvfix::testing {
@@ -191,6 +193,23 @@ const World& test_world() {
     built = true;
   }
   return world;
+}
+
+fs::path make_module_wheel(const std::string& name, const std::string& version,
+                           const fs::path& dir) {
+  const CommandResult written =
+      run_command({"python3", "-c",
+                   "import sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[1])\n"
+                   "from wheelgen import Wheel\n"
+                   "name, version, out = sys.argv[2:]\n"
+                   "module = ('VERSION = %r\\n' % version).encode()\n"
+                   "print(Wheel(name=name, version=version, tags=['py3-none-any'], purelib=True,\n"
+                   "            files={name + '.py': module}).write(Path(out)))\n",
+                   world_script().parent_path().string(), name, version, dir.string()});
+  if (written.exit_code != 0) {
+    throw std::runtime_error("cannot write the wheel " + name + ": " + written.err);
+  }
+  return fs::path(std::string(venvfix::trim(written.out)));
 }
 
 fs::path make_scenario(std::string_view name, const fs::path& dest_parent) {

@@ -32,6 +32,12 @@ const World& test_world();
 // Throws std::runtime_error with the generator's stderr on failure.
 fs::path make_scenario(std::string_view name, const fs::path& dest_parent);
 
+// A pure-Python wheel of `name` and `version` holding one module, `name`.py, which says its
+// version (VERSION = '…'), written into `dir` by the world's wheel writer
+// (tests/world/wheelgen.py). Its path; throws std::runtime_error with the writer's stderr.
+fs::path make_module_wheel(const std::string& name, const std::string& version,
+                           const fs::path& dir);
+
 // The path of tests/world/hermetic_run.sh; true when this process may use it (root, unshare).
 fs::path hermetic_runner();
 bool hermetic_available();
