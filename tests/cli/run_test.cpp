@@ -207,16 +207,15 @@ TEST_F(RunCli, ALibraryReplacedByTheCommandIsReadAgainByTheAnalysisAfter) {
   elf::testing::build_shared_object(replacement,
                                     elf::testing::SharedObject("libc10_cuda.so").needs(gone));
   // A kept snapshot first, as a guarded venv has: the store holds every file, so run's snapshot
-  // links none anew (a new link changes a file's ctime, and the memo reads it again). Then the
-  // library settled before the analysis reads it: a change after would show in its stat, so a
-  // memo that skipped the stat would take the old reading.
+  // links none anew (a new link changes a file's ctime, and the memo reads it again). Then every
+  // file settled (its last change, that link, over 100 ms old) before the analysis reads it: a
+  // change after would show in its stat, so a memo that skipped the stat would take the old
+  // reading, and only the replaced library is read again.
   ASSERT_EQ(venvfix_cli(m_venv, {"snapshot", "create"}).exit_code, 0);
-  for (int i = 0; i < 100; ++i) {
-    auto identity = file_identity_follow(library);
-    ASSERT_TRUE(identity);
-    if (changed_well_before(*identity, realtime_ns())) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto identity = file_identity_follow(library);
+  ASSERT_TRUE(identity);
+  ASSERT_TRUE(changed_well_before(*identity, realtime_ns()));
   const auto before = print_of(m_venv);
   auto replaced = venvfix_cli(m_venv, {"-v", "-v", "run", "--no-probe", "--", "sh", "-c",
                                        "cp \"$1\" \"$2.new\" && mv \"$2.new\" \"$2\"", "sh",
