@@ -116,20 +116,6 @@ void ElfSource::files_may_have_changed() {
   ++m_epoch;
 }
 
-void ElfSource::inject(const fs::path& path, ElfInfo info) {
-  ElfRecord record;
-  record.state = ElfRecord::State::elf;
-  record.info = std::make_shared<const ElfInfo>(std::move(info));
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    record.device = static_cast<std::uint64_t>(st.st_dev);
-    record.inode = static_cast<std::uint64_t>(st.st_ino);
-  }
-  auto shared = std::make_shared<const ElfRecord>(std::move(record));
-  std::lock_guard lock(m_mutex);
-  m_records[path.string()] = Entry{std::move(shared), m_epoch};
-}
-
 std::size_t ElfSource::reads() const {
   std::lock_guard lock(m_mutex);
   return m_reads;

@@ -3,7 +3,7 @@
 // told that the files may have changed, it takes a record again only where a stat of its path
 // gives the identity it had when it was read.
 //
-// Thread-safe: get() and inject() may be called from several threads at once. Two threads
+// Thread-safe: get() may be called from several threads at once. Two threads
 // asking for the same unread path may both read it; the first result stored wins and both
 // get it.
 #pragma once
@@ -50,14 +50,11 @@ class ElfSource {
  public:
   // The record for `path` (read on first use). Never null.
   std::shared_ptr<const ElfRecord> get(const fs::path& path);
-  // Uses `info` for `path` instead of reading it (the caller already parsed it). The file is
-  // still stat()ed for its identity. Replaces an earlier record for the same path.
-  void inject(const fs::path& path, ElfInfo info);
   // The files may have changed since the records were made (`run`'s command ran): from now on
   // a record is used again only where it is settled and a stat of its path gives the identity
   // (or the error) it had; any other path is read again.
   void files_may_have_changed();
-  // Number of files actually read (not injected, not served from the memo).
+  // Number of files actually read (not served from the memo).
   std::size_t reads() const;
   // Number of records taken again after files_may_have_changed, a stat each.
   std::size_t kept() const;
