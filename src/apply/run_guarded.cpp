@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <future>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -150,32 +149,22 @@ std::unordered_set<std::string> touched_paths(const txn::SnapshotDiff& changes) 
   return touched;
 }
 
-// What the analysis after the command takes from the comparison with the snapshot: the paths the
-// command touched, and the identities the comparison found by venv-relative path (views into the
-// snapshot's manifest). The options options_after makes refer to it.
-struct CommandChanges {
-  std::unordered_set<std::string> touched;
-  std::unordered_map<std::string_view, FileIdentity> seen;
-};
-
 // The analysis after the command: its ELF memo told that the files may have changed; where the
-// comparison is known, the distributions it left alone taken from the analysis before, and the
-// files' identities from the comparison.
+// comparison is known, the distributions it left alone taken from the analysis before (`touched`
+// holds what it touched, filled here), and the files' identities from the comparison.
 verify::Options options_after(verify::Options options, const env::Venv& venv,
                               const std::optional<txn::SnapshotDiff>& changes,
-                              verify::Analysis& before, CommandChanges& found) {
+                              verify::Analysis& before, std::unordered_set<std::string>& touched) {
   options.elf_source->files_may_have_changed();
   if (!changes) return options;
-  found.touched = touched_paths(*changes);
-  found.seen.reserve(changes->files_seen.size());
-  for (const auto& [path, identity] : changes->files_seen) found.seen.emplace(path, identity);
-  options.identity_now = [&seen = found.seen,
+  touched = touched_paths(*changes);
+  options.identity_now = [&seen = changes->files_seen,
                           root = venv.root.string() + "/"](std::string_view path) {
     auto it = path.starts_with(root) ? seen.find(path.substr(root.size())) : seen.end();
     return it != seen.end() ? std::optional(it->second) : std::nullopt;
   };
   options.earlier_inventory = &before.inventory;
-  options.unchanged_metadata = [&touched = found.touched, &venv](const fs::path& dir) {
+  options.unchanged_metadata = [&touched, &venv](const fs::path& dir) {
     const fs::path relative = dir.lexically_relative(venv.root);
     return !relative.empty() && *relative.begin() != ".." && !touched.contains(relative.string());
   };
@@ -268,9 +257,9 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   std::optional<EarlyProbe> early = start_probe(options, before);
   // Read before the analysis after takes the distributions the command left alone from it.
   const std::vector<plan::Break> was = plan::breakage(before);
-  CommandChanges found;
+  std::unordered_set<std::string> touched;
   auto after = verify::analyze(venv, manifests, system,
-                               options_after(analysis_options, venv, changes, before, found));
+                               options_after(analysis_options, venv, changes, before, touched));
   if (!after) {
     return make_error(after.error().code,
                       "cannot check the venv after `{}` ({}); snapshot {} is kept: `venvfix "

@@ -41,8 +41,6 @@ ElfRecord read_found(const fs::path& path, const struct stat& st) {
   ElfRecord record;
   record.state = ElfRecord::State::elf;
   record.info = std::make_shared<const ElfInfo>(std::move(**info));
-  record.device = static_cast<std::uint64_t>(st.st_dev);
-  record.inode = static_cast<std::uint64_t>(st.st_ino);
   return record;
 }
 

@@ -297,10 +297,11 @@ class Resolver::Session {
     r.path = fs::path(path);
     r.error.clear();
     // _dl_map_object_from_fd: a file already loaded under another name is that object.
-    if (c.record->device != 0 || c.record->inode != 0) {
+    const FileIdentity& id = c.record->stat_identity;
+    if (id.device != 0 || id.inode != 0) {
       for (std::size_t i = 0; i < m_graph.objects.size(); ++i) {
         const LoadedObject& o = m_graph.objects[i];
-        if (!o.unloaded && o.device == c.record->device && o.inode == c.record->inode) {
+        if (!o.unloaded && o.device == id.device && o.inode == id.inode) {
           r.object = i;
           break;
         }
@@ -443,8 +444,8 @@ std::size_t Resolver::add_object(LoadGraph& graph, const fs::path& path, const E
   object.reason = reason;
   object.loader = loader;
   if (!name.empty()) object.names.push_back(std::move(name));
-  object.device = record.device;
-  object.inode = record.inode;
+  object.device = record.stat_identity.device;
+  object.inode = record.stat_identity.inode;
   graph.objects.push_back(std::move(object));
   return graph.objects.size() - 1;
 }

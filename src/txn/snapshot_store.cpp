@@ -197,9 +197,8 @@ Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const TakenSnapshot& s
                      compare_with_venv(venv, *snapshot.manifest, KeepIdentities::yes));
   SnapshotDiff diff = diff_of(delta);
   diff.files_seen.reserve(delta.files_seen.size());
-  for (const auto& [entry, identity] : delta.files_seen) {
-    diff.files_seen.emplace_back(entry->path, identity);
-  }
+  for (const auto& [entry, identity] : delta.files_seen)
+    diff.files_seen.emplace(entry->path, identity);
   return diff;
 }
 

@@ -36,9 +36,8 @@ struct ElfRecord {
   int error_number = 0;  // errno for missing/no_access/unreadable
   std::string message;   // one sentence naming the path, for every state but elf
   std::shared_ptr<const ElfInfo> info;
-  std::uint64_t device = 0;  // file identity (stat, following symlinks) for state elf;
-  std::uint64_t inode = 0;   // 0/0 when unknown
-  // What stat(2) of the path said when it was read: the identity, or (stat_error) why none.
+  // What stat(2) of the path (following symlinks) said when it was read: the identity, or
+  // (stat_error) why none (then all zero).
   FileIdentity stat_identity;
   int stat_error = 0;
   // A change after the read would show in stat_identity (changed_well_before), or stat failed:

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "venvfix/base/fs.hpp"
@@ -125,9 +126,9 @@ struct SnapshotDiff {
   std::vector<std::string> removed;  // in the snapshot state, not in the venv
   std::vector<std::string> changed;  // in both, different file
   // diff_snapshot of a TakenSnapshot only: each regular file of the snapshot that is a regular
-  // file in the venv now, venv-relative (views into the snapshot's manifest: valid while the
-  // TakenSnapshot lives), with the identity the comparison's stat found.
-  std::vector<std::pair<std::string_view, FileIdentity>> files_seen;
+  // file in the venv now, by venv-relative path (views into the snapshot's manifest: valid while
+  // the TakenSnapshot lives), with the identity the comparison's stat found.
+  std::unordered_map<std::string_view, FileIdentity> files_seen;
 };
 Result<SnapshotDiff> diff_snapshot(const env::Venv& venv, const std::string& id);
 // The same against a snapshot this process took, from its manifest in memory.
