@@ -161,36 +161,46 @@ void reserve_entries_of(std::vector<ManifestEntry>& entries, std::size_t count) 
   populate(entries.data(), count * sizeof(ManifestEntry));
 }
 
-std::string manifest_text(const Manifest& manifest) {
+void reserve_text(std::string& text, std::size_t size) {
+  text.reserve(size);
+  populate(text.data() + text.size(), text.capacity() - text.size());
+}
+
+std::string manifest_header_text(const Manifest& manifest, const SnapshotInfo& counted) {
   std::string out =
       fmt::format("venvfix-snapshot {}\nid {}\nkind {}\ncreated {}\nmethod {}\nreason {}\n",
                   manifest.format, manifest.id, to_string(manifest.kind), manifest.created,
                   manifest.method, escape(manifest.reason));
-  const bool tree = manifest.kind == SnapshotKind::tree;
-  if (tree && manifest.format >= 3 && manifest.walked_ns != 0) {
+  if (manifest.kind == SnapshotKind::tree && manifest.format >= 3 && manifest.walked_ns != 0) {
     fmt::format_to(std::back_inserter(out), "walked {}\n", manifest.walked_ns);
   }
   if (manifest.format >= 3) {
-    SnapshotInfo counted = manifest.info();
     fmt::format_to(std::back_inserter(out), "files {}\nbytes {}\n", counted.files, counted.bytes);
   }
   out += "entries\n";
-  out.reserve(out.size() + manifest.entries.size() * 128);
-  populate(out.data() + out.size(), out.capacity() - out.size());
-  for (const ManifestEntry& e : manifest.entries) {
-    out += e.type == 'D' && e.carried && tree && manifest.format >= 3 ? 'd' : e.type;
-    append_number(out, e.mode, 8);
-    for (std::uint64_t n : {e.size, e.dev, e.ino, e.nlink}) append_number(out, n);
-    append_number(out, e.mtime_ns);
-    append_number(out, e.ctime_ns);
-    out += ' ';
-    append_escaped(out, e.path);
-    if (e.type == 'S' && manifest.format >= 2 && tree) {
-      out += '\t';
-      append_escaped(out, e.target);
-    }
-    out += '\n';
+  return out;
+}
+
+void append_entry_line(std::string& out, const ManifestEntry& e, const Manifest& manifest) {
+  const bool tree = manifest.kind == SnapshotKind::tree;
+  out += e.type == 'D' && e.carried && tree && manifest.format >= 3 ? 'd' : e.type;
+  append_number(out, e.mode, 8);
+  for (std::uint64_t n : {e.size, e.dev, e.ino, e.nlink}) append_number(out, n);
+  append_number(out, e.mtime_ns);
+  append_number(out, e.ctime_ns);
+  out += ' ';
+  append_escaped(out, e.path);
+  if (e.type == 'S' && manifest.format >= 2 && tree) {
+    out += '\t';
+    append_escaped(out, e.target);
   }
+  out += '\n';
+}
+
+std::string manifest_text(const Manifest& manifest) {
+  std::string out = manifest_header_text(manifest, manifest.info());
+  reserve_text(out, out.size() + manifest.entries.size() * 128);
+  for (const ManifestEntry& e : manifest.entries) append_entry_line(out, e, manifest);
   return out;
 }
 
@@ -294,8 +304,7 @@ bool take_number(std::string_view& rest, T& value, int base = 10) {
 }
 
 // An entry: "<type> <mode> <size> <dev> <ino> <nlink> <mtime_ns> <ctime_ns> <escaped path>".
-std::string parse_entry_line(std::string_view line, const Manifest& manifest,
-                             std::vector<ManifestEntry>& out) {
+std::string read_entry_line(std::string_view line, const Manifest& manifest, ManifestEntry& entry) {
   auto too_few = [&](std::string_view rest) {
     return rest.find(' ') == std::string_view::npos ? "too few fields" : "bad number";
   };
@@ -305,7 +314,6 @@ std::string parse_entry_line(std::string_view line, const Manifest& manifest,
   if (std::string_view("FSDdAC").find(line[0]) == std::string_view::npos) {
     return "unknown entry type";
   }
-  ManifestEntry entry;
   entry.type = line[0];
   std::string_view rest = line.substr(2);
   if (!take_number(rest, entry.mode, 8) || !take_number(rest, entry.size) ||
@@ -325,9 +333,15 @@ std::string parse_entry_line(std::string_view line, const Manifest& manifest,
   if (!is_safe_relative(entry.path) || is_state_path(entry.path)) {
     return "path " + entry.path + " leaves the venv";
   }
-  if (std::string wrong = read_carried_dir(entry, manifest); !wrong.empty()) return wrong;
-  out.push_back(std::move(entry));
-  return "";
+  return read_carried_dir(entry, manifest);
+}
+
+std::string parse_entry_line(std::string_view line, const Manifest& manifest,
+                             std::vector<ManifestEntry>& out) {
+  ManifestEntry entry;
+  std::string wrong = read_entry_line(line, manifest, entry);
+  if (wrong.empty()) out.push_back(std::move(entry));
+  return wrong;
 }
 
 // Entry lines read apart: what they hold, or the first bad one (its index among them, 0-based).
@@ -413,17 +427,8 @@ void mark_carried_children(Manifest& manifest) {
   }
 }
 
-namespace {
-
-// Where a manifest's entry lines begin: the offset of the first and its line number (1-based).
-struct EntriesStart {
-  std::size_t at = 0;
-  std::size_t line = 0;
-};
-
-// The header lines of `text`, through "entries", into `manifest`.
-Result<EntriesStart> parse_header(std::string_view text, std::string_view source,
-                                  Manifest& manifest) {
+Result<EntriesStart> parse_manifest_header(std::string_view text, std::string_view source,
+                                           Manifest& manifest) {
   std::size_t line_number = 0;
   auto bad = [&](std::string_view what) {
     return make_error(ExitCode::error, "{}, line {}: {}", source, line_number, what);
@@ -456,6 +461,32 @@ Result<EntriesStart> parse_header(std::string_view text, std::string_view source
   return EntriesStart{std::min(at, text.size()), line_number + 1};
 }
 
+bool shape_of_entry_line(std::string_view line, EntryLineShape& shape) {
+  if (line.size() < 2 || line[1] != ' ') return false;
+  shape.type = line[0];
+  std::string_view rest = line.substr(2);
+  // Seven numbers, each with the space after it: mode, size, dev, ino, nlink, mtime, ctime.
+  for (int field = 0; field < 7; ++field) {
+    const std::size_t space = rest.find(' ');
+    if (space == std::string_view::npos || space == 0) return false;
+    if (field == 1 && !parse_number(rest.substr(0, space), shape.size)) return false;
+    rest.remove_prefix(space + 1);
+  }
+  if (shape.type == 'S') rest = rest.substr(0, rest.find('\t'));
+  shape.raw_path = rest;
+  return !rest.empty();
+}
+
+Result<ManifestEntry> parse_entry(std::string_view line, const Manifest& header) {
+  ManifestEntry entry;
+  if (std::string wrong = read_entry_line(line, header, entry); !wrong.empty()) {
+    return make_error(ExitCode::error, "{}", wrong);
+  }
+  return entry;
+}
+
+namespace {
+
 // The identity fields of an F entry line after its type, "<mode> <size> <dev> <ino> <nlink>
 // <mtime_ns> "; false when one is not a number.
 bool take_stored_identity(std::string_view rest, FileIdentity& id) {
@@ -469,7 +500,7 @@ bool take_stored_identity(std::string_view rest, FileIdentity& id) {
 
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source) {
   Manifest manifest;
-  VENVFIX_TRY_ASSIGN(EntriesStart start, parse_header(text, source, manifest));
+  VENVFIX_TRY_ASSIGN(EntriesStart start, parse_manifest_header(text, source, manifest));
   if (start.at < text.size()) {
     VENVFIX_TRY(parse_entries(text.substr(start.at), start.line, source, manifest));
   }
@@ -479,7 +510,7 @@ Result<Manifest> parse_manifest(std::string_view text, std::string_view source) 
 Status visit_stored_identities(std::string_view text, std::string_view source,
                                const std::function<void(const FileIdentity&)>& visit) {
   Manifest header;
-  VENVFIX_TRY_ASSIGN(EntriesStart start, parse_header(text, source, header));
+  VENVFIX_TRY_ASSIGN(EntriesStart start, parse_manifest_header(text, source, header));
   if (header.format < 2 || header.kind != SnapshotKind::tree) return ok();
   std::size_t line = start.line;
   for (std::size_t at = start.at; at < text.size(); ++line) {

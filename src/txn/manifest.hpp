@@ -93,7 +93,14 @@ struct Manifest {
 void reserve_entries(Manifest& manifest, std::size_t count);
 void reserve_entries_of(std::vector<ManifestEntry>& entries, std::size_t count);
 
+// `text` with room for `size` bytes, its pages faulted in at once (reserve_entries' reason).
+void reserve_text(std::string& text, std::size_t size);
+
 std::string manifest_text(const Manifest& manifest);
+// manifest_text in parts, for a writer that makes the entry lines itself: the header lines through
+// "entries" (with `counted`'s files and bytes: version 3), and one entry's line, newline included.
+std::string manifest_header_text(const Manifest& manifest, const SnapshotInfo& counted);
+void append_entry_line(std::string& out, const ManifestEntry& entry, const Manifest& manifest);
 // Version 3 tree snapshots: marks every entry directly in a carried (`d`) directory as carried,
 // as parse_manifest does once all entries are read; a writer calls it to hold what a reader of
 // its text would.
@@ -101,6 +108,30 @@ void mark_carried_children(Manifest& manifest);
 // Entries over 1 MiB are read in two halves on two threads (a 30,000-file venv's manifest is read
 // by every later snapshot and every rollback); errors name `source` and the line.
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source);
+
+// Where a manifest's entry lines begin: the offset of the first and its line number (1-based).
+struct EntriesStart {
+  std::size_t at = 0;
+  std::size_t line = 0;
+};
+// parse_manifest in parts: the header lines of `text`, through "entries", into `manifest` (no
+// entries); and one entry line (without its newline) of a manifest with that header, read as
+// parse_manifest reads it but for the carried mark of a non-directory (mark_carried_children).
+// A bad entry's error says only what is wrong: the caller names the file and line.
+Result<EntriesStart> parse_manifest_header(std::string_view text, std::string_view source,
+                                           Manifest& manifest);
+Result<ManifestEntry> parse_entry(std::string_view line, const Manifest& header);
+
+// What a later snapshot needs of a tree manifest's entry line without reading it whole (it copies
+// most lines of the last walk as they are): its type (`d` as written), its size field, and its
+// path as written (escaped; a symlink's target not included). False when the line has not the
+// fields of an entry; its numbers other than the size are not read.
+struct EntryLineShape {
+  char type = 0;
+  std::uint64_t size = 0;
+  std::string_view raw_path;
+};
+bool shape_of_entry_line(std::string_view line, EntryLineShape& shape);
 // The identities (device, inode, size, mtime, mode; no ctime) of the F entries of a version 2+
 // tree manifest's `text`, each handed to `visit` in file order; a manifest of another kind or
 // version visits none. Only the header and those fields are read (no path is unescaped or

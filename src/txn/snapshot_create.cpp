@@ -38,11 +38,23 @@ struct Walker {
   std::vector<std::string>* added = nullptr;  // when not null: their names
   std::size_t listed = 0;                     // directories read (the root included)
   std::size_t carried = 0;                    // directories carried over from the last walk
-  Manifest manifest;
+  Manifest header;                            // the manifest's, without entries
+  std::string lines;                          // its entry lines, in walk order
+  SnapshotInfo counted;                       // files and symlinks in them, and their bytes
 
   Error error_at(const std::string& rel, std::string_view what, int error_number) const {
     return make_error(ExitCode::error, "cannot snapshot {}: {}: {}", (root / rel).string(), what,
                       errno_message(error_number));
+  }
+
+  void add_line(const ManifestEntry& entry) {
+    append_entry_line(lines, entry, header);
+    count(entry.type, entry.size);
+  }
+  void count(char type, std::uint64_t size) {
+    if (type != 'F' && type != 'S') return;
+    ++counted.files;
+    counted.bytes += size;
   }
 
   Status add_file(int src_dir, const char* name, const struct stat& st, const std::string& rel) {
@@ -57,7 +69,7 @@ struct Walker {
         return error_at(rel, "link it into the store", errno);
       }
     }
-    manifest.entries.push_back(std::move(entry));
+    add_line(entry);
     return ok();
   }
 
@@ -69,7 +81,7 @@ struct Walker {
     ManifestEntry entry = entry_from_stat('S', st, rel);
     entry.size = target.size();
     entry.target = std::move(target);
-    manifest.entries.push_back(std::move(entry));
+    add_line(entry);
     return ok();
   }
 
@@ -98,8 +110,8 @@ struct Walker {
     ManifestEntry entry = entry_from_stat('D', st, rel);
     entry.size = 0;
     entry.carried = base != nullptr && base->unchanged(rel, st);
-    manifest.entries.push_back(std::move(entry));
-    return manifest.entries.back().carried ? carry(fd, rel) : list(fd, rel);
+    add_line(entry);
+    return entry.carried ? carry(fd, rel) : list(fd, rel);
   }
 
   Status list(int dir, const std::string& rel_dir) {
@@ -116,22 +128,29 @@ struct Walker {
     return status;
   }
 
-  // The entries the last walk recorded in an unchanged directory: files and symlinks copied, each
-  // subdirectory entered (it may have changed). A file the store no longer holds (its link dropped
-  // since) is stat'ed and linked like a new one: the directory keeps its inode alive meanwhile.
+  // The entries the last walk recorded in an unchanged directory: the lines of its files and
+  // symlinks copied as they are, each subdirectory entered (it may have changed). A file the store
+  // no longer holds (its link dropped since) is stat'ed and linked like a new one: the directory
+  // keeps its inode alive meanwhile.
   Status carry(int dir, const std::string& rel_dir) {
     ++carried;
     const std::size_t skip = rel_dir.empty() ? 0 : rel_dir.size() + 1;
     for (std::uint32_t index : base->children(rel_dir)) {
-      const ManifestEntry& was = base->entry(index);
-      const std::string name = was.path.substr(skip);
-      if (was.type == 'D') {
-        VENVFIX_TRY(enter(dir, name.c_str(), was.path));
-      } else if (was.type == 'F' && !base_links_held && !held.contains(store_id(was))) {
-        VENVFIX_TRY(add_entry(dir, name.c_str(), was.path));
-      } else {
-        manifest.entries.push_back(was);
+      const WalkLine& line = base->line(index);
+      if (line.type == 'D') {
+        const std::string& path = base->directory(line).path;
+        VENVFIX_TRY(enter(dir, path.c_str() + skip, path));
+        continue;
       }
+      if (line.type == 'F' && !base_links_held) {
+        VENVFIX_TRY_ASSIGN(ManifestEntry was, base->entry(line));
+        if (!held.contains(store_id(was))) {
+          VENVFIX_TRY(add_entry(dir, was.path.c_str() + skip, was.path));
+          continue;
+        }
+      }
+      lines += base->text(line);
+      count(line.type, line.size);
     }
     return ok();
   }
@@ -154,12 +173,16 @@ Status fill_snapshot(const env::Venv& venv, Walker& walker, const fs::path& dir)
   VENVFIX_TRY_ASSIGN(Fd src, open_file(venv.root, O_RDONLY | O_DIRECTORY));
   VENVFIX_TRY_ASSIGN(Fd store, open_file(store_dir(venv), O_RDONLY | O_DIRECTORY));
   walker.store_fd = store.get();
-  walker.base_links_held = walker.base != nullptr && walker.base->links_held(venv, store.get());
+  const std::unique_ptr<WalkBase> base = WalkBase::load(venv, store.get());
+  walker.base = base.get();
+  walker.base_links_held = base != nullptr && base->links_held();
   if (!walker.base_links_held) {
     auto held = store_ids(venv);
     if (!held) return std::move(held).error();
     walker.held.swap(*held);
   }
+  // About the last walk's size again: most venvs change little between snapshots.
+  if (base) reserve_text(walker.lines, base->text_size() + base->text_size() / 8 + 4096);
   VENVFIX_TRY(walker.list(src.get(), ""));
   // Nothing linked: nothing to make durable, and a syncfs would wait for whatever else the machine
   // has written to this disk. The links it reuses were made durable by the snapshot that made them
@@ -168,7 +191,8 @@ Status fill_snapshot(const env::Venv& venv, Walker& walker, const fs::path& dir)
   if (walker.linked != 0 && ::syncfs(src.get()) != 0) {
     return make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(errno));
   }
-  VENVFIX_TRY(write_file_atomic(dir / "manifest", manifest_text(walker.manifest)));
+  walker.lines.insert(0, manifest_header_text(walker.header, walker.counted));
+  VENVFIX_TRY(write_file_atomic(dir / "manifest", walker.lines));
   if (remember_walk(venv, dir / "manifest")) remember_store(venv, store.get());
   return ok();
 }
@@ -197,24 +221,22 @@ Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, 
   walker.root = venv.root;
   if (kept != nullptr) walker.added = &kept->added_links;
   // The clock first: whatever changes from here on is newer than the walk (walk_base.hpp).
-  VENVFIX_TRY_ASSIGN(walker.manifest.walked_ns, filesystem_now(venv));
-  const std::unique_ptr<WalkBase> base = WalkBase::load(venv);
-  walker.base = base.get();
-  // About the last walk's size again: most venvs change little between snapshots.
-  if (base) reserve_entries(walker.manifest, base->size() + base->size() / 8 + 64);
-  walker.manifest.id = new_id();
-  walker.manifest.kind = SnapshotKind::tree;
-  walker.manifest.created = utc_now_iso8601();
-  walker.manifest.method = "hardlink";
-  walker.manifest.reason = std::move(reason);
-  fs::path dir = snapshots_dir(venv) / walker.manifest.id;
+  VENVFIX_TRY_ASSIGN(walker.header.walked_ns, filesystem_now(venv));
+  walker.header.id = new_id();
+  walker.header.kind = SnapshotKind::tree;
+  walker.header.created = utc_now_iso8601();
+  walker.header.method = "hardlink";
+  walker.header.reason = std::move(reason);
+  fs::path dir = snapshots_dir(venv) / walker.header.id;
   VENVFIX_TRY(make_dir(dir));
   if (auto status = fill_snapshot(venv, walker, dir); !status) {
     std::error_code ignored;
     fs::remove_all(dir, ignored);
     return std::move(status).error();
   }
-  SnapshotInfo info = walker.manifest.info();
+  walker.header.header_files = static_cast<std::int64_t>(walker.counted.files);
+  walker.header.header_bytes = static_cast<std::int64_t>(walker.counted.bytes);
+  SnapshotInfo info = walker.header.info();
   info.linked = walker.linked;
   info.dirs_listed = walker.listed;
   info.dirs_carried = walker.carried;
@@ -226,8 +248,16 @@ Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, 
       info.store_read ? "read" : "not read (it holds every file of the last walk)",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (kept != nullptr) {
-    mark_carried_children(walker.manifest);
-    kept->manifest = std::make_shared<const Manifest>(std::move(walker.manifest));
+    // What a reader of the manifest gets (its carried marks included): read back from the text
+    // still in memory, which `run` compares the venv with after its command.
+    auto manifest = parse_manifest(walker.lines, (dir / "manifest").string());
+    if (!manifest) {  // never written so: no snapshot rather than one no restore could read
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+      (void)::unlink(walk_base_file(venv).c_str());
+      return std::move(manifest).error();
+    }
+    kept->manifest = std::make_shared<const Manifest>(std::move(manifest).value());
   }
   return info;
 }

@@ -16,43 +16,18 @@ fs::path walk_base_file(const env::Venv& venv) {
   return venv.state_dir() / "walk-base";
 }
 
-WalkBase::WalkBase(Manifest manifest) : m_manifest(std::move(manifest)) {
-  m_children[""];  // the root always has an entry list, even an empty one
-  for (std::uint32_t i = 0; i < m_manifest.entries.size(); ++i) {
-    std::string_view path = m_manifest.entries[i].path;
-    std::size_t slash = path.rfind('/');
-    std::string_view parent = slash == std::string_view::npos ? "" : path.substr(0, slash);
-    m_children[parent].push_back(i);
-    if (m_manifest.entries[i].type == 'D') m_dirs.emplace(path, i);
-  }
-}
-
-std::unique_ptr<WalkBase> WalkBase::load(const env::Venv& venv) {
-  const fs::path file = walk_base_file(venv);
-  auto identity = file_identity(file);
-  if (!identity) return nullptr;
-  auto manifest = read_manifest_file(file);
-  if (!manifest) {
-    spdlog::debug("not carrying directories over: {}", manifest.error().message);
-    return nullptr;
-  }
-  if (manifest->format < 3 || manifest->kind != SnapshotKind::tree || manifest->walked_ns <= 0) {
-    return nullptr;
-  }
-  std::unique_ptr<WalkBase> base(new WalkBase(std::move(manifest).value()));
-  base->m_file = *identity;
-  return base;
-}
-
 namespace {
 
 fs::path store_state_file(const env::Venv& venv) {
   return venv.state_dir() / "store-state";
 }
 
-// "walk-base DEV INO\nstore DEV INO MTIME CTIME\n".
+// "walk-base DEV INO SIZE MTIME CTIME\nstore DEV INO MTIME CTIME\n". Walk-base's whole identity:
+// while it matches, walk-base is the text this venvfix wrote (any write changes its ctime), so a
+// snapshot may copy its lines unread.
 std::string store_state_text(const FileIdentity& walk_base, const FileIdentity& store) {
-  return fmt::format("walk-base {} {}\nstore {} {} {} {}\n", walk_base.device, walk_base.inode,
+  return fmt::format("walk-base {} {} {} {} {}\nstore {} {} {} {}\n", walk_base.device,
+                     walk_base.inode, walk_base.size, walk_base.mtime_ns, walk_base.ctime_ns,
                      store.device, store.inode, store.mtime_ns, store.ctime_ns);
 }
 
@@ -80,8 +55,101 @@ bool record_matches(const env::Venv& venv, const FileIdentity& walk_base, int st
 
 }  // namespace
 
-bool WalkBase::links_held(const env::Venv& venv, int store_fd) const {
-  return record_matches(venv, m_file, store_fd);
+std::unique_ptr<WalkBase> WalkBase::load(const env::Venv& venv, int store_fd) {
+  const fs::path file = walk_base_file(venv);
+  auto identity = file_identity(file);
+  if (!identity) return nullptr;
+  auto text = map_manifest_file(file);
+  if (!text) {
+    spdlog::debug("not carrying directories over: {}", text.error().message);
+    return nullptr;
+  }
+  Manifest header;
+  auto start = parse_manifest_header(text->view(), file.string(), header);
+  if (!start) {
+    spdlog::debug("not carrying directories over: {}", start.error().message);
+    return nullptr;
+  }
+  if (header.format < 3 || header.kind != SnapshotKind::tree || header.walked_ns <= 0) {
+    return nullptr;
+  }
+  std::unique_ptr<WalkBase> base(new WalkBase(std::move(text).value(), std::move(header)));
+  base->m_links_held = record_matches(venv, *identity, store_fd);
+  if (!base->index(start->at, start->line, file.string())) return nullptr;
+  return base;
+}
+
+bool WalkBase::index(std::size_t at, std::size_t line_number, std::string_view source) {
+  const std::string_view text = m_text.view();
+  std::vector<std::string_view> paths;  // each line's, unescaped
+  m_lines.reserve(text.size() / 64);
+  paths.reserve(text.size() / 64);
+  for (; at < text.size(); ++line_number) {
+    const std::size_t end = text.find('\n', at);
+    const std::string_view line = text.substr(at, end - at);
+    if (line.empty() && end != std::string_view::npos) {  // skipped, as parse_manifest does
+      at = end + 1;
+      continue;
+    }
+    EntryLineShape shape;
+    bool good = end != std::string_view::npos && shape_of_entry_line(line, shape) &&
+                std::string_view("FSDd").find(shape.type) != std::string_view::npos;
+    WalkLine walk_line{.begin = static_cast<std::uint32_t>(at),
+                       .length = static_cast<std::uint32_t>(end + 1 - at),
+                       .type = shape.type == 'd' ? 'D' : shape.type,
+                       .size = shape.size};
+    std::string_view path = shape.raw_path;
+    // Directory lines are read whole, and any line with an escape in its path (rare) or, where
+    // walk-base may not be this venvfix's own text, every line: a bad one means no walk base.
+    const bool escaped = path.find('%') != std::string_view::npos;
+    if (good && (walk_line.type == 'D' || escaped || !m_links_held)) {
+      auto entry = parse_entry(line, m_header);
+      good = entry.has_value();
+      if (good && walk_line.type == 'D') {
+        walk_line.directory = static_cast<std::uint32_t>(m_directories.size());
+        path = m_directories.emplace_back(std::move(entry).value()).path;
+      } else if (good && escaped) {
+        path = m_unescaped_paths.emplace_back(std::move(entry->path));
+      }
+    }
+    if (!good) {
+      spdlog::debug("not carrying directories over: {}, line {}: not an entry of a tree snapshot",
+                    source, line_number);
+      return false;
+    }
+    m_lines.push_back(walk_line);
+    paths.push_back(path);
+    at = end + 1;
+  }
+  group_children(paths);
+  return true;
+}
+
+void WalkBase::group_children(const std::vector<std::string_view>& paths) {
+  for (std::uint32_t d = 0; d < m_directories.size(); ++d) {
+    m_dir_by_path.emplace(m_directories[d].path, d);
+  }
+  m_children.assign(m_directories.size() + 1, {});
+  constexpr std::uint32_t k_no_slot = UINT32_MAX;
+  std::string_view last_parent;
+  std::uint32_t last_slot = 0;  // the root's
+  for (std::uint32_t i = 0; i < m_lines.size(); ++i) {
+    const std::size_t slash = paths[i].rfind('/');
+    const std::string_view parent =
+        slash == std::string_view::npos ? std::string_view() : paths[i].substr(0, slash);
+    // Lines come in walk order: most have the previous line's parent.
+    if (parent != last_parent) {
+      auto it = m_dir_by_path.find(parent);
+      last_slot = parent.empty() ? 0 : it == m_dir_by_path.end() ? k_no_slot : it->second + 1;
+      last_parent = parent;
+    }
+    // A line whose directory the walk did not record can never be carried over.
+    if (last_slot != k_no_slot) m_children[last_slot].push_back(i);
+  }
+}
+
+Result<ManifestEntry> WalkBase::entry(const WalkLine& line) const {
+  return parse_entry(text(line).substr(0, line.length - 1), m_header);
 }
 
 bool store_record_holds(const env::Venv& venv, int store_fd) {
@@ -119,15 +187,16 @@ bool directory_unchanged_since_walk(const ManifestEntry& was, std::int64_t walke
 }
 
 bool WalkBase::unchanged(const std::string& rel, const struct stat& st) const {
-  auto it = m_dirs.find(rel);
-  if (it == m_dirs.end()) return false;
-  return directory_unchanged_since_walk(m_manifest.entries[it->second], m_manifest.walked_ns, st);
+  auto it = m_dir_by_path.find(rel);
+  if (it == m_dir_by_path.end()) return false;
+  return directory_unchanged_since_walk(m_directories[it->second], m_header.walked_ns, st);
 }
 
 const std::vector<std::uint32_t>& WalkBase::children(const std::string& rel) const {
   static const std::vector<std::uint32_t> none;
-  auto it = m_children.find(rel);
-  return it == m_children.end() ? none : it->second;
+  if (rel.empty()) return m_children[0];
+  auto it = m_dir_by_path.find(rel);
+  return it == m_dir_by_path.end() ? none : m_children[it->second + 1];
 }
 
 bool remember_walk(const env::Venv& venv, const fs::path& manifest) {

@@ -14,6 +14,7 @@
 
 #include <sys/stat.h>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,35 +36,70 @@ fs::path walk_base_file(const env::Venv& venv);
 bool directory_unchanged_since_walk(const ManifestEntry& was, std::int64_t walked_ns,
                                     const struct stat& now);
 
+// One entry line of the last walk, indexed without reading its fields: a later snapshot copies
+// the lines of the files and symlinks in carried-over directories as they are.
+struct WalkLine {
+  static constexpr std::uint32_t k_not_a_directory = UINT32_MAX;
+  std::uint32_t begin = 0;   // offset of the line in the walk's text
+  std::uint32_t length = 0;  // its newline included
+  // D lines: its parsed entry, WalkBase::directory; otherwise k_not_a_directory.
+  std::uint32_t directory = k_not_a_directory;
+  char type = 'F';         // F, S or D (a `d` line is a D)
+  std::uint64_t size = 0;  // F and S: the size field (a manifest's header counts bytes)
+};
+
 class WalkBase {
  public:
   // The last walk, when there is a usable one (a version 3 tree manifest with its walk time);
-  // nullptr otherwise: the next snapshot lists every directory.
-  static std::unique_ptr<WalkBase> load(const env::Venv& venv);
+  // nullptr otherwise: the next snapshot lists every directory. `store_fd` is the store opened:
+  // when the store-state record shows that walk-base is the text this venvfix wrote and that the
+  // store still holds its links (links_held), only its directory lines are read whole and the
+  // others are copied unread; otherwise every line is read (a bad one: no walk base).
+  static std::unique_ptr<WalkBase> load(const env::Venv& venv, int store_fd);
 
   // Whether directory `rel`, now `st` (fstat of the opened directory), still has the entries the
   // last walk recorded for it.
   bool unchanged(const std::string& rel, const struct stat& st) const;
-  // The entries directly in directory `rel` ("" is the root), in walk order.
+  // The lines of the entries directly in directory `rel` ("" is the root), in walk order.
   const std::vector<std::uint32_t>& children(const std::string& rel) const;
-  const ManifestEntry& entry(std::uint32_t index) const { return m_manifest.entries[index]; }
-  std::size_t size() const { return m_manifest.entries.size(); }
+  const WalkLine& line(std::uint32_t index) const { return m_lines[index]; }
+  std::string_view text(const WalkLine& line) const {
+    return m_text.view().substr(line.begin, line.length);
+  }
+  // A D line's entry (its path unescaped).
+  const ManifestEntry& directory(const WalkLine& line) const {
+    return m_directories[line.directory];
+  }
+  // Any line read whole (F lines when the store's links are not known to be held).
+  Result<ManifestEntry> entry(const WalkLine& line) const;
+  std::size_t text_size() const { return m_text.size(); }
 
-  // Whether the store (opened as `store_fd`) still holds a link for every file entry of this
-  // walk, so that a snapshot need not read the store to know it: the walk that wrote this base
-  // recorded the store directory's identity beside it (remember_store), and the directory has
-  // not changed since. Every link made or dropped changes its mtime and ctime; a drop in the same
-  // clock tick is covered by drop_unreferenced_store_links, which forgets the record first.
-  bool links_held(const env::Venv& venv, int store_fd) const;
+  // Whether the store still holds a link for every file entry of this walk, so that a snapshot
+  // need not read the store to know it: the walk that wrote this base recorded the identities of
+  // walk-base and of the store directory beside it (remember_store), and neither has changed
+  // since. Every link made or dropped changes the store's mtime and ctime; a drop in the same clock
+  // tick is covered by drop_unreferenced_store_links, which forgets the record first.
+  bool links_held() const { return m_links_held; }
 
  private:
-  explicit WalkBase(Manifest manifest);
+  WalkBase(MappedFile text, Manifest header)
+      : m_text(std::move(text)), m_header(std::move(header)) {}
+  // Reads the entry lines from offset `at` (line `line_number` of `source`); false (logged) when
+  // one is bad.
+  bool index(std::size_t at, std::size_t line_number, std::string_view source);
+  // m_children from each line's path (unescaped).
+  void group_children(const std::vector<std::string_view>& paths);
 
-  Manifest m_manifest;
-  FileIdentity m_file;  // walk-base's own identity when it was read
-  // Both keyed by views into m_manifest's paths, which never move after construction.
-  std::unordered_map<std::string_view, std::uint32_t> m_dirs;
-  std::unordered_map<std::string_view, std::vector<std::uint32_t>> m_children;
+  MappedFile m_text;
+  Manifest m_header;  // no entries
+  bool m_links_held = false;
+  std::vector<WalkLine> m_lines;
+  // A deque: the views below point into its paths, and it grows while lines are indexed.
+  std::deque<ManifestEntry> m_directories;
+  std::deque<std::string> m_unescaped_paths;  // of the other lines with an escape in their path
+  // Directories by path (unescaped); children: [0] the root's, [1 + d] those of m_directories[d].
+  std::unordered_map<std::string_view, std::uint32_t> m_dir_by_path;
+  std::vector<std::vector<std::uint32_t>> m_children;
 };
 
 // Makes `manifest` (a tree snapshot's, just written) the base of the next walk: a hard link

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -294,6 +295,88 @@ TEST_F(TxnSnapshotStore, ALaterSnapshotLinksAgainWhatTheStoreLostSinceTheLastWal
   fs::remove_all(site() / "pkg/sub");
   ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, third.id, KeepSnapshot::no));
   EXPECT_EQ(fingerprint(m_venv), before);
+}
+
+// A later snapshot copies the last walk's lines of the files and symlinks in a carried-over
+// directory as they are, without reading them whole: names with characters the manifest escapes
+// (a directory and a file with '%', a tab and a newline, a symlink whose target has them) must
+// still be found under their directory, and the snapshot must hold what a full walk holds.
+TEST_F(TxnSnapshotStore, ALaterSnapshotCarriesEscapedNamesAsAFullWalkRecordsThem) {
+  const fs::path odd = site() / "we%ird\tdir";
+  write_text(odd / "a%25b\nc.py", "odd = 1\n");
+  write_text(odd / "deeper%/x.py", "x = 1\n");
+  fs::create_symlink("t%\ty", odd / "link%09");
+  settle();
+  SnapshotInfo first = snapshot("first");
+  auto print = fingerprint(m_venv);
+  settle();
+  SnapshotInfo later = snapshot("later");
+  EXPECT_EQ(later.dirs_listed, 1u);
+  EXPECT_EQ(later.dirs_carried, k_dirs + 1);
+  EXPECT_EQ(later.files, first.files);
+  EXPECT_EQ(later.bytes, first.bytes);
+  auto full_walk = load_manifest(m_venv, first.id);
+  auto carried = load_manifest(m_venv, later.id);
+  ASSERT_TRUE(full_walk && carried);
+  auto state = [](const Manifest& manifest) {
+    std::map<std::string, std::string> out;
+    for (const ManifestEntry& e : manifest.entries) {
+      out[e.path] = fmt::format("{} {:o} {} {} {}", e.type, e.mode, e.size, e.ino, e.target);
+    }
+    return out;
+  };
+  EXPECT_EQ(state(*carried), state(*full_walk));
+  // It restores them.
+  fs::remove_all(odd);
+  auto restored = restore_snapshot(m_venv, *m_lock, later.id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_EQ(fingerprint(m_venv), print);
+}
+
+// walk-base's lines are copied unread only while the store-state record shows it is the text this
+// venvfix wrote: a walk-base changed since, even in place (same inode), is read whole, and one with
+// a bad line is not used at all (the next snapshot reads every directory), so a bad line is never
+// copied into a snapshot that no restore could then read.
+TEST_F(TxnSnapshotStore, AWalkBaseChangedSinceItWasWrittenIsReadWholeAndABadOneNotUsed) {
+  settle();
+  snapshot("first");
+  const fs::path walk_base = m_venv.state_dir() / "walk-base";
+  std::string text = read_text(walk_base);
+  // Corrupt the inode field of other/mod.py's line, which a carried-over line's copy never reads.
+  const std::size_t line = text.find(" lib/python3.12/site-packages/other/mod.py\n");
+  ASSERT_NE(line, std::string::npos);
+  std::size_t field = text.rfind('\n', line) + 1;
+  for (int spaces = 0; spaces < 4; ++field) spaces += text[field] == ' ' ? 1 : 0;
+  text[field] = 'x';
+  {
+    std::ofstream out(walk_base, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(static_cast<std::streamoff>(field));
+    out.put('x');
+  }
+  EXPECT_EQ(read_text(walk_base), text);
+  auto print = fingerprint(m_venv);
+  settle();
+  SnapshotInfo later = snapshot("later");
+  EXPECT_EQ(later.dirs_listed, k_dirs) << "a walk-base with a bad line carries nothing over";
+  EXPECT_EQ(later.dirs_carried, 0u);
+  // The snapshot it made reads back and restores.
+  fs::remove_all(site() / "other");
+  auto restored = restore_snapshot(m_venv, *m_lock, later.id, KeepSnapshot::no);
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_EQ(fingerprint(m_venv), print);
+  // A good walk-base changed in place (the same bytes written again) is read whole and used.
+  settle();
+  snapshot("third");
+  text = read_text(walk_base);
+  {
+    std::ofstream out(walk_base, std::ios::in | std::ios::out | std::ios::binary);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+  settle();
+  SnapshotInfo fourth = snapshot("fourth");
+  EXPECT_EQ(fourth.dirs_carried, k_dirs - 1);
+  EXPECT_TRUE(fourth.store_read) << "the record no longer vouches for walk-base";
+  EXPECT_TRUE(no_difference(m_venv, fourth.id));
 }
 
 // A file written in place or chmod'ed leaves its directory as it was, so the next snapshot carries
