@@ -150,16 +150,15 @@ void populate(void* data, std::size_t size) {
   (void)::madvise(static_cast<char*>(data) + head, size - head - tail, MADV_POPULATE_WRITE);
 }
 
-}  // namespace
-
-void reserve_entries(Manifest& manifest, std::size_t count) {
-  reserve_entries_of(manifest.entries, count);
-}
-
+// Room for `count` entries, reserved and its pages faulted in at once: a 30,000-file venv's
+// entries are 4 MB, and their page faults one by one cost a fresh process's parse more than the
+// parse itself (docs/benchmarks.md).
 void reserve_entries_of(std::vector<ManifestEntry>& entries, std::size_t count) {
   entries.reserve(count);
   populate(entries.data(), count * sizeof(ManifestEntry));
 }
+
+}  // namespace
 
 void reserve_text(std::string& text, std::size_t size) {
   text.reserve(size);
@@ -344,6 +343,22 @@ std::string parse_entry_line(std::string_view line, const Manifest& manifest,
   return wrong;
 }
 
+// An entry directly in a `d` directory is carried too. In file order, as written (walk order: a
+// directory's line comes before its entries'), so only an earlier `d` line counts.
+void mark_carried_children(Manifest& manifest) {
+  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return;
+  CarriedDirs carried;
+  for (ManifestEntry& entry : manifest.entries) {
+    if (entry.type == 'D' && entry.carried) {  // a `d` line
+      carried.add(entry.path);
+      continue;
+    }
+    std::size_t slash = entry.path.rfind('/');
+    if (carried.dirs.empty() || slash == std::string::npos) continue;
+    entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
+  }
+}
+
 // Entry lines read apart: what they hold, or the first bad one (its index among them, 0-based).
 struct EntryLines {
   std::size_t bad_line = 0;
@@ -377,7 +392,8 @@ constexpr std::size_t k_two_part_entries = std::size_t{1} << 20;
 // The entry lines, `text`, starting at line `first_line` of `source`, into manifest.entries.
 Status parse_entries(std::string_view text, std::size_t first_line, std::string_view source,
                      Manifest& manifest) {
-  reserve_entries(manifest, static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+  reserve_entries_of(manifest.entries,
+                     static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
   std::size_t split = text.size();
   if (text.size() >= k_two_part_entries && std::thread::hardware_concurrency() > 1) {
     split = text.find('\n', text.size() / 2);
@@ -410,22 +426,6 @@ Status parse_entries(std::string_view text, std::size_t first_line, std::string_
 }
 
 }  // namespace
-
-// An entry directly in a `d` directory is carried too. In file order, as written (walk order: a
-// directory's line comes before its entries'), so only an earlier `d` line counts.
-void mark_carried_children(Manifest& manifest) {
-  if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return;
-  CarriedDirs carried;
-  for (ManifestEntry& entry : manifest.entries) {
-    if (entry.type == 'D' && entry.carried) {  // a `d` line
-      carried.add(entry.path);
-      continue;
-    }
-    std::size_t slash = entry.path.rfind('/');
-    if (carried.dirs.empty() || slash == std::string::npos) continue;
-    entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
-  }
-}
 
 Result<EntriesStart> parse_manifest_header(std::string_view text, std::string_view source,
                                            Manifest& manifest) {

@@ -86,14 +86,9 @@ struct Manifest {
   SnapshotInfo info() const;
 };
 
-// Room for `count` entries, reserved and its pages faulted in at once: a 30,000-file venv's
-// entries are 4 MB, a vector grown by doubling copies them over and over, and on the virtual
-// machines measured the page faults of a fresh process's parse cost more than the parse itself
-// (docs/benchmarks.md).
-void reserve_entries(Manifest& manifest, std::size_t count);
-void reserve_entries_of(std::vector<ManifestEntry>& entries, std::size_t count);
-
-// `text` with room for `size` bytes, its pages faulted in at once (reserve_entries' reason).
+// `text` with room for `size` bytes, its pages faulted in at once: a 30,000-file venv's manifest
+// is 3.7 MB, a string grown by doubling copies it over and over, and on the virtual machines
+// measured a fresh process's page faults cost more than writing the text (docs/benchmarks.md).
 void reserve_text(std::string& text, std::size_t size);
 
 std::string manifest_text(const Manifest& manifest);
@@ -101,10 +96,6 @@ std::string manifest_text(const Manifest& manifest);
 // "entries" (with `counted`'s files and bytes: version 3), and one entry's line, newline included.
 std::string manifest_header_text(const Manifest& manifest, const SnapshotInfo& counted);
 void append_entry_line(std::string& out, const ManifestEntry& entry, const Manifest& manifest);
-// Version 3 tree snapshots: marks every entry directly in a carried (`d`) directory as carried,
-// as parse_manifest does once all entries are read; a writer calls it to hold what a reader of
-// its text would.
-void mark_carried_children(Manifest& manifest);
 // Entries over 1 MiB are read in two halves on two threads (a 30,000-file venv's manifest is read
 // by every later snapshot and every rollback); errors name `source` and the line.
 Result<Manifest> parse_manifest(std::string_view text, std::string_view source);
