@@ -22,7 +22,11 @@
 #                           750 files rewritten: new inodes), then `rollback`
 #   later, BASELINE         (with BASELINE=/path/to/venvfix in the environment, say a Release build
 #                           of main) the same later pair once more with that binary, in the same
-#                           round, on the same venv: a change's effect next to the spread of cp -a
+#                           round, on its own copy of the venv (made once, `cp -a --reflink=auto`,
+#                           and snapshotted once by that binary before the rounds): a change's
+#                           effect next to the spread of cp -a. Its own copy, because the two
+#                           binaries may keep `.venvfix/` state differently (a record one writes
+#                           that the other does not trust costs the other a full read)
 set -euo pipefail
 venvfix=$(realpath "${1:-build/venvfix}")
 big_mb=${BIG_MB:-$((${BIG_GB:-3} * 1024))}
@@ -99,6 +103,11 @@ bench_on() {  # bench_on LABEL DIR
   files=$(find "$venv" -type f | wc -l)
   bytes=$(du -sb "$venv" | cut -f1)
   local cpa=() cpal=() clone=() fc=() fr=() lc=() lr=() blc=() blr=() linked_first="" linked_later=""
+  local base_venv=$dir/venv-baseline
+  if [ -n "${BASELINE:-}" ]; then
+    cp -a --reflink=auto "$venv" "$base_venv"
+    "$BASELINE" --venv "$base_venv" -q snapshot create >/dev/null
+  fi
   for r in $(seq 1 "$rounds"); do
     echo "[$label] round $r of $rounds" >&2
     timed t cp -a "$venv" "$dir/copy"; sync -f "$dir/copy"; cpa+=("$t")
@@ -124,10 +133,10 @@ bench_on() {  # bench_on LABEL DIR
     timed t "$venvfix" --venv "$venv" -q rollback; lr+=("$t")
     if [ -n "${BASELINE:-}" ]; then
       sync
-      timed t "$BASELINE" --venv "$venv" -q snapshot create; blc+=("$t")
-      reinstall_pkg7 "$venv"
+      timed t "$BASELINE" --venv "$base_venv" -q snapshot create; blc+=("$t")
+      reinstall_pkg7 "$base_venv"
       sync
-      timed t "$BASELINE" --venv "$venv" -q rollback; blr+=("$t")
+      timed t "$BASELINE" --venv "$base_venv" -q rollback; blr+=("$t")
     fi
   done
   local m_cpa m_cpal m_fc m_fr m_lc m_lr first later
