@@ -71,14 +71,14 @@ FileCheckReport check_files(const Inventory& inventory, std::span<const CheckReq
                             HashPolicy policy, const std::unordered_set<std::string>& always_hash,
                             HashCache* cache);
 
-// check_files in two halves, so that the stat pass (the bulk of a warm check) can run while
-// the caller still works out which files to hash: stat_files stats every requested file (on
-// every core) and keeps what it saw; check_files(inventory, stats, ...) then hashes, judges
-// and reports exactly as the one-call form does. `inventory` must be the same, unchanged.
 // The identity a file of a known state has now (an absolute path), where the caller stat'ed it
 // already; nullopt: stat it.
 using KnownIdentity = std::function<std::optional<FileIdentity>(std::string_view absolute_path)>;
 
+// check_files in two halves, so that the stat pass (the bulk of a warm check) can run while
+// the caller still works out which files to hash: stat_files stats every requested file (on
+// every core) and keeps what it saw; check_files(inventory, stats, ...) then hashes, judges
+// and reports exactly as the one-call form does. `inventory` must be the same, unchanged.
 class FileStats {
  public:
   FileStats(FileStats&&) noexcept;
