@@ -104,14 +104,16 @@ Status sync_touched_dirs(StepFs& disk, int rootfd, const fs::path& root, const J
     if (step.op == StepOp::move_in) dirs.insert(join(journal.staging, parent));
     if (step.op == StepOp::make_dir) dirs.insert(step.path);
   }
-  // Each directory once. Several threads: the filesystem folds concurrent fsyncs into one
-  // journal commit, where one thread would wait for a commit per directory.
-  const std::vector<std::string> list(dirs.begin(), dirs.end());
-  const std::size_t threads = std::min<std::size_t>(8, (list.size() + 7) / 8);
-  return run_parallel(list.size(), threads, [&](std::size_t i, const JobContext&) -> Status {
-    int error = disk.sync(rootfd, list[i], StepFs::Sync::directory);
+  return sync_dirs(disk, rootfd, root, std::vector<std::string>(dirs.begin(), dirs.end()));
+}
+
+Status sync_dirs(StepFs& disk, int rootfd, const fs::path& root,
+                 const std::vector<std::string>& dirs) {
+  const std::size_t threads = std::min<std::size_t>(8, (dirs.size() + 7) / 8);
+  return run_parallel(dirs.size(), threads, [&](std::size_t i, const JobContext&) -> Status {
+    int error = disk.sync(rootfd, dirs[i], StepFs::Sync::directory);
     if (error == ENOENT || error == 0) return ok();  // ENOENT: pruned, or never needed
-    return make_error(ExitCode::error, "{}: fsync: {}", (root / list[i]).string(),
+    return make_error(ExitCode::error, "{}: fsync: {}", (root / dirs[i]).string(),
                       errno_message(error));
   });
 }

@@ -22,6 +22,12 @@ namespace venvfix::txn {
 Status run_step(StepFs& disk, int rootfd, const fs::path& root, const Journal& journal,
                 const Step& step);
 
+// fsyncs each of `dirs` (relative to rootfd) on several threads: the filesystem folds concurrent
+// fsyncs into one journal commit, where one thread would wait for a commit per directory. A
+// directory that is gone (ENOENT) needs nothing.
+Status sync_dirs(StepFs& disk, int rootfd, const fs::path& root,
+                 const std::vector<std::string>& dirs);
+
 // fsyncs every directory the steps changed (in the venv, the snapshot and the staging
 // directory), each once.
 Status sync_touched_dirs(StepFs& disk, int rootfd, const fs::path& root, const Journal& journal);

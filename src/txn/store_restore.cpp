@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -80,11 +82,21 @@ Status check_store(const env::Venv& venv, const Manifest& manifest,
   return ok();
 }
 
+// The bytes of a copy made durable before the journal names it (a link from the store needs no
+// such wait: the snapshot made its data durable).
+Status sync_copy(StepFs& disk, int rootfd, const std::string& staged, const fs::path& root) {
+  if (int error = disk.sync(rootfd, staged, StepFs::Sync::file_data); error != 0) {
+    return make_error(ExitCode::error, "{}: fdatasync: {}", (root / staged).string(),
+                      errno_message(error));
+  }
+  return ok();
+}
+
 // A stored file whose inode's mode was changed since (chmod through a venv name) keeps its bytes
 // but not its mode: it is copied into staging with the recorded mode (a reflink clone where the
-// filesystem can, the data otherwise).
-Status copy_with_mode(int store_fd, const std::string& key, int rootfd, const std::string& staged,
-                      const fs::path& root, std::uint32_t mode) {
+// filesystem can, the data otherwise), and made durable.
+Status copy_with_mode(StepFs& disk, int store_fd, const std::string& key, int rootfd,
+                      const std::string& staged, const fs::path& root, std::uint32_t mode) {
   int in = ::openat(store_fd, key.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (in < 0) {
     return make_error(ExitCode::error, "{}: {}", (root / k_store_rel / key).string(),
@@ -100,10 +112,10 @@ Status copy_with_mode(int store_fd, const std::string& key, int rootfd, const st
     return make_error(ExitCode::error, "cannot set the mode of {}: {}", (root / staged).string(),
                       errno_message(errno));
   }
-  if (::ioctl(out, FICLONE, in) == 0) return ok();
+  if (::ioctl(out, FICLONE, in) == 0) return sync_copy(disk, rootfd, staged, root);
   for (;;) {
     ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
-    if (n == 0) return ok();
+    if (n == 0) return sync_copy(disk, rootfd, staged, root);
     if (n < 0 && errno != EINTR) {
       return make_error(ExitCode::error, "cannot copy {} into {}: {}",
                         (root / k_store_rel / key).string(), (root / staged).string(),
@@ -128,7 +140,7 @@ Status stage_one(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
   if (e.type == 'S') {
     error = disk.symlink(e.target, rootfd, staged);
   } else if (!copy.current && (copy.st.st_mode & 07777) != e.mode) {
-    return copy_with_mode(store_fd, copy.key, rootfd, staged, root, e.mode);
+    return copy_with_mode(disk, store_fd, copy.key, rootfd, staged, root, e.mode);
   } else {
     error = disk.link(rootfd, join(k_store_rel, copy.key), staged);
   }
@@ -162,6 +174,20 @@ Status stage(StepFs& disk, int rootfd, int store_fd, const fs::path& root,
   return ok();
 }
 
+// Every directory a staged name is in, up to .venvfix (which may have just gained staging/): the
+// names a journal is about to refer to.
+std::vector<std::string> staged_dirs(const std::string& staging,
+                                     const std::vector<StoredCopy>& copies) {
+  std::set<std::string> dirs = {".venvfix", parent_of(staging), staging};
+  for (const StoredCopy& copy : copies) {
+    // Inserted leaf first: a directory already there has its ancestors there too.
+    for (std::string dir = parent_of(copy.entry->path);
+         !dir.empty() && dirs.insert(join(staging, dir)).second; dir = parent_of(dir)) {
+    }
+  }
+  return {dirs.begin(), dirs.end()};
+}
+
 }  // namespace
 
 Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, const VenvLock& lock,
@@ -175,23 +201,25 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
   EntryIndex entries;
   entries.reserve(delta.entries_to_restore.size());
   for (const ManifestEntry* e : delta.entries_to_restore) entries.emplace(e->path, e);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   VENVFIX_TRY_ASSIGN(Fd root, open_root(venv));
   auto store = open_file(store_dir(venv), O_RDONLY | O_DIRECTORY);
   int store_fd = store ? store->get() : -1;  // no store: every stored file reads as missing
   const std::vector<StoredCopy> copies = look_up_store(store_fd, manifest, entries, delta.put_back);
   VENVFIX_TRY(check_store(venv, manifest, copies));
+  const Clock::time_point checked = Clock::now();
   VENVFIX_TRY_ASSIGN(fs::path staging_dir, make_staging_dir(venv));
   std::string staging = staging_dir.lexically_relative(venv.root).string();
   auto staged = stage(disk, root.get(), store_fd, venv.root, staging, entries, copies, delta);
+  const Clock::time_point linked = Clock::now();
   // The staged names must be durable before a journal refers to them: a move_in whose staged
-  // name a power cut lost would read as done, and its undo would take the venv's file. The data
-  // is (create ended with a syncfs), but a hard link's directory entry is not made durable by
-  // the fdatasync begin() gives a few staged files: one syncfs covers them all.
+  // name a power cut lost would read as done, and its undo would take the venv's file. Their
+  // data is (the snapshot that linked them into the store ended with a syncfs; a copy was
+  // fdatasync'ed above): fsyncs of their directories suffice. Not a syncfs, which would also
+  // wait for whatever else is being written — right after a pip install, all of its files.
   if (staged && !delta.put_back.empty()) {
-    if (int error = disk.sync_fs(root.get()); error != 0) {
-      staged =
-          make_error(ExitCode::error, "{}: syncfs: {}", venv.root.string(), errno_message(error));
-    }
+    staged = sync_dirs(disk, root.get(), venv.root, staged_dirs(staging, copies));
   }
   if (!staged) {
     (void)remove_tree_at(disk, root.get(), staging, venv.root);
@@ -207,10 +235,15 @@ Result<std::optional<std::string>> restore_from_store(const env::Venv& venv, con
   dirs.make = delta.missing_dirs;
   dirs.remove = delta.added_dirs;
   dirs.prune = DirectoryChanges::Prune::listed_only;
+  dirs.staged_durable = true;
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
   spdlog::debug(
       "restoring {} from the store: {} to put back, {} to remove, {} directories to "
-      "make, {} to remove",
-      manifest.id, changes.add.size(), changes.remove.size(), dirs.make.size(), dirs.remove.size());
+      "make, {} to remove; store checked {:.1f} ms, staged {:.1f} ms, made durable {:.1f} ms",
+      manifest.id, changes.add.size(), changes.remove.size(), dirs.make.size(), dirs.remove.size(),
+      ms(start, checked), ms(checked, linked), ms(linked, Clock::now()));
   // Transaction::begin removes nothing it did not create: a refusal there leaves our staging.
   auto txn = Transaction::begin_consuming(venv, lock, changes, dirs, "", disk);
   if (!txn) {

@@ -120,11 +120,12 @@ Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const Ve
   journal.staging_owned = staging.starts_with(".venvfix/staging/");
   journal.consumes = consumes;
   journal.relink = dirs.keep_source && !consumes.empty();
-  VENVFIX_TRY_ASSIGN(journal.steps, plan_steps(venv, root.get(), staging, changes, dirs));
-
   auto start = Clock::now();
+  VENVFIX_TRY_ASSIGN(journal.steps, plan_steps(venv, root.get(), staging, changes, dirs));
+  const double plan_ms = millis_since(start);
+  start = Clock::now();
   // The staged files' data must be durable before a commit marker can refer to them.
-  VENVFIX_TRY(make_staged_data_durable(disk, venv.root, journal));
+  if (!dirs.staged_durable) VENVFIX_TRY(make_staged_data_durable(disk, venv.root, journal));
   double data_ms = millis_since(start);
   start = Clock::now();
   if (auto written = write_journal(disk, venv, journal); !written) {
@@ -134,8 +135,9 @@ Result<Transaction> Transaction::begin_consuming(const env::Venv& venv, const Ve
     return std::move(written).error();
   }
   spdlog::debug(
-      "transaction {}: {} steps; staged data sync {:.1f} ms, journal write+fsync {:.1f} ms",
-      journal.id, journal.steps.size(), data_ms, millis_since(start));
+      "transaction {}: {} steps planned in {:.1f} ms; staged data sync {:.1f} ms, journal "
+      "write+fsync {:.1f} ms",
+      journal.id, journal.steps.size(), plan_ms, data_ms, millis_since(start));
   state->root = std::move(root);
   return Transaction(std::move(state));
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -16,6 +17,7 @@
 #include "txn/txn_test_support.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/snapshot.hpp"
+#include "venvfix/txn/step_fs.hpp"
 
 namespace venvfix::txn {
 namespace {
@@ -139,6 +141,61 @@ TEST_F(TxnSnapshotStore, FileChangedInPlaceIsNamedAndNothingChanges) {
   SnapshotInfo later = snapshot("after the edit");
   EXPECT_EQ(later.linked, 1u);
   EXPECT_TRUE(no_difference(m_venv, later.id));
+}
+
+// A restore from the store stages links (and, for a file chmod'ed since, a copy) and then the
+// journal that names them: every staged name must be durable before that journal is written (a
+// move_in whose staged name a power cut lost would read as done, and its undo would take the
+// venv's file), so each directory a staged name is in, up to .venvfix, is fsync'ed after the
+// name was made, and a copy's bytes are. The links' data is the snapshot's, already durable: no
+// syncfs, which would wait for everything else being written (after a pip install, all of it).
+TEST_F(TxnSnapshotStore, ARestoreMakesEachStagedNameDurableBeforeItsJournalAndNoMore) {
+  auto before = fingerprint(m_venv);
+  SnapshotInfo info = snapshot("before pip");
+  replace("pkg/__init__.py", "reinstalled\n");
+  replace("other/mod.py", "reinstalled\n");
+  fs::remove_all(site() / "pkg/sub");  // put back two directories deep
+  fs::remove(site() / "pkg/lib/libpkg.so");
+  fs::create_symlink("elsewhere", site() / "pkg/lib/libpkg.so");
+  ASSERT_EQ(::chmod((site() / "pkg/lib/libpkg.so.1").c_str(), 0600), 0);  // copied, not linked
+  RealStepFs real;
+  FaultStepFs recorder(real, FaultStepFs::never, FaultStepFs::Fault::crash);
+  auto restored = restore_snapshot(m_venv, *m_lock, info.id, KeepSnapshot::no, recorder);
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_EQ(fingerprint(m_venv), before);
+
+  const std::vector<FaultStepFs::Record> records = recorder.records();
+  const auto journal = std::find_if(records.begin(), records.end(), [](const auto& record) {
+    return record.op == StepFs::Op::write && record.path.find("journal") != std::string::npos;
+  });
+  ASSERT_NE(journal, records.end());
+  // Whether `path` was fsync'ed (or fdatasync'ed) after record `after` and before the journal.
+  auto synced_after = [&](const std::string& path, auto after) {
+    return std::any_of(after + 1, journal, [&](const FaultStepFs::Record& record) {
+      return record.op == StepFs::Op::sync && record.path == path;
+    });
+  };
+  std::size_t staged = 0;
+  for (auto record = records.begin(); record != journal; ++record) {
+    const bool link = record->op == StepFs::Op::link;
+    if (!link && record->op != StepFs::Op::symlink) continue;
+    const std::string name = link ? record->to : record->path;
+    ASSERT_TRUE(name.starts_with(".venvfix/staging/")) << name;
+    ++staged;
+    for (std::string dir = fs::path(name).parent_path().string(); !dir.empty();
+         dir = fs::path(dir).parent_path().string()) {
+      EXPECT_TRUE(synced_after(dir, record)) << dir << " (holding " << name << ") was not fsync'ed";
+    }
+  }
+  EXPECT_EQ(staged, 4u) << "the store links of __init__.py, mod.py and data.txt, the symlink";
+  const std::string copy_suffix = "/" + k_site + "/pkg/lib/libpkg.so.1";
+  EXPECT_TRUE(std::any_of(records.begin(), journal, [&](const FaultStepFs::Record& record) {
+    return record.op == StepFs::Op::sync && record.path.starts_with(".venvfix/staging/") &&
+           record.path.ends_with(copy_suffix);
+  })) << "the copy with the recorded mode was not made durable";
+  EXPECT_TRUE(std::none_of(records.begin(), records.end(), [](const FaultStepFs::Record& record) {
+    return record.op == StepFs::Op::sync_fs;
+  })) << "a restore waited for the whole filesystem";
 }
 
 // A directory unchanged since the snapshot's walk is not read by the rollback's comparison (its

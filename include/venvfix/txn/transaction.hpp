@@ -57,6 +57,10 @@ struct DirectoryChanges {
   // The snapshot being restored is kept: what the transaction moves out of it is linked (or
   // cloned) back after the commit, so it can be restored again.
   bool keep_source = false;
+  // The caller already made every staged file's data and name durable (a restore from the
+  // store: links to data a snapshot made durable, their directories fsync'ed): begin() asks
+  // the disk for nothing more before the journal.
+  bool staged_durable = false;
 };
 
 class Transaction {
