@@ -6,7 +6,10 @@
 #   env: BIG_GB (default 3: size of the big .so-like files; BIG_MB for less), SMALL_FILES (default 30000),
 #        BASELINE (a second venvfix binary: its later pair in the same rounds, below),
 #        ROUNDS (default 3; medians are reported), FILESYSTEMS (default "disk xfs"),
-#        BENCH_DIR (default: a new directory under $TMPDIR or /tmp; removed afterwards)
+#        BENCH_DIR (default: a new directory under $TMPDIR or /tmp; removed afterwards),
+#        PENDING_MB (a later pair more per binary, whose rollback starts with that much data
+#        written to the same filesystem and not yet on the disk, as right after a pip install
+#        that wrote large libraries: what a rollback waits for that is not its own)
 #
 # The venv is generated: BIG_GB of large files (like libtorch_cuda.so, libcudnn*.so: 24 files)
 # of non-zero, non-sparse data, and SMALL_FILES small files (0.5-8 KiB, like .py and
@@ -27,6 +30,13 @@
 #                           effect next to the spread of cp -a. Its own copy, because the two
 #                           binaries may keep `.venvfix/` state differently (a record one writes
 #                           that the other does not trust costs the other a full read)
+#   later, floor            bench/pair_floor.cc, on its own copy of the venv: only the system
+#                           calls any later pair must make (each directory fstat'ed and a list of
+#                           inodes written durably; every file fstatat'ed, the 750 changed ones
+#                           linked from a store, renamed away and renamed in, a journal and the
+#                           directories fsync'ed), nothing venvfix adds (a manifest of modes,
+#                           sizes and times, the lock, the store's check): how far the later pair
+#                           is from what this filesystem allows
 set -euo pipefail
 venvfix=$(realpath "${1:-build/venvfix}")
 big_mb=${BIG_MB:-$((${BIG_GB:-3} * 1024))}
@@ -41,6 +51,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+mkdir -p "$work"
+pair_floor=$work/pair_floor
+g++ -O2 -std=c++20 -pthread -o "$pair_floor" "$(dirname "$(realpath "$0")")/pair_floor.cc"
 
 ms() { python3 -c "import sys; print(round((float(sys.argv[2])-float(sys.argv[1]))*1000))" "$1" "$2"; }
 timed() {  # timed VAR command...: runs it, stores the milliseconds in VAR
@@ -95,6 +108,20 @@ for top, _, names in os.walk(sys.argv[1]):
 PY
 }
 
+# pending_pair VAR BINARY VENV DIR: a later pair whose rollback starts with PENDING_MB pending;
+# the rollback's milliseconds in VAR.
+pending_pair() {
+  local var=$1 binary=$2 venv=$3 dir=$4
+  sync
+  "$binary" --venv "$venv" -q snapshot create >/dev/null
+  reinstall_pkg7 "$venv"
+  sync
+  head -c $((PENDING_MB << 20)) /dev/zero >"$dir/pending"
+  timed "$var" "$binary" --venv "$venv" -q rollback
+  rm -f "$dir/pending"
+  sync
+}
+
 bench_on() {  # bench_on LABEL DIR
   local label=$1 dir=$2 venv=$2/venv site=$2/venv/lib/python3.12/site-packages
   echo "[$label] generating the venv in $dir ($big_mb MiB in 24 big files, $small small files)" >&2
@@ -103,7 +130,10 @@ bench_on() {  # bench_on LABEL DIR
   files=$(find "$venv" -type f | wc -l)
   bytes=$(du -sb "$venv" | cut -f1)
   local cpa=() cpal=() clone=() fc=() fr=() lc=() lr=() blc=() blr=() linked_first="" linked_later=""
-  local base_venv=$dir/venv-baseline
+  local base_venv=$dir/venv-baseline floor_venv=$dir/venv-floor floor_state=$dir/floor-state
+  local flc=() flr=() pr=() bpr=()
+  cp -a --reflink=auto "$venv" "$floor_venv"
+  "$pair_floor" setup "$floor_venv" "$floor_state"
   if [ -n "${BASELINE:-}" ]; then
     cp -a --reflink=auto "$venv" "$base_venv"
     "$BASELINE" --venv "$base_venv" -q snapshot create >/dev/null
@@ -138,6 +168,16 @@ bench_on() {  # bench_on LABEL DIR
       sync
       timed t "$BASELINE" --venv "$base_venv" -q rollback; blr+=("$t")
     fi
+    sync
+    timed t "$pair_floor" create "$floor_venv" "$floor_state" 2>"$dir/floor.log"; flc+=("$t")
+    reinstall_pkg7 "$floor_venv"
+    sync
+    timed t "$pair_floor" rollback "$floor_venv" "$floor_state" 2>>"$dir/floor.log"; flr+=("$t")
+    rm -rf "$floor_state"/kept.*
+    if [ -n "${PENDING_MB:-}" ]; then
+      pending_pair t "$venvfix" "$venv" "$dir"; pr+=("$t")
+      if [ -n "${BASELINE:-}" ]; then pending_pair t "$BASELINE" "$base_venv" "$dir"; bpr+=("$t"); fi
+    fi
   done
   local m_cpa m_cpal m_fc m_fr m_lc m_lr first later
   m_cpa=$(median "${cpa[@]}") m_cpal=$(median "${cpal[@]}")
@@ -153,6 +193,17 @@ $label ($(findmnt -no FSTYPE -T "$dir")): $files files, $((bytes >> 20)) MiB; me
 |---|---|---|---|---|---|---|---|
 | ${m_cpa} ms | ${m_cpal} ms | ${clone_cell} | ${m_fc} + ${m_fr} = ${first} ms | $(python3 -c "print(f'{$first/$m_cpal:.2f}x')") | ${m_lc} + ${m_lr} = ${later} ms | $(python3 -c "print(f'{100*$later/$m_cpa:.2f} %')") | ${linked_first}, ${linked_later} |
 TABLE
+  local m_flc m_flr
+  m_flc=$(median "${flc[@]}") m_flr=$(median "${flr[@]}")
+  echo
+  echo "floor (bench/pair_floor.cc), later: create + rollback ${m_flc} + ${m_flr} = $((m_flc + m_flr)) ms," \
+    "$(python3 -c "print(f'{100*($m_flc+$m_flr)/$m_cpa:.2f} %')") of cp -a (raw: create ${flc[*]}, rollback ${flr[*]});" \
+    "its last round: $(tr '\n' ';' <"$dir/floor.log")"
+  if [ ${#pr[@]} -gt 0 ]; then
+    echo
+    echo "later rollback with ${PENDING_MB} MiB pending: $(median "${pr[@]}") ms (raw: ${pr[*]})" \
+      "${bpr[*]:+; BASELINE: $(median "${bpr[@]}") ms (raw: ${bpr[*]})}"
+  fi
   if [ ${#blc[@]} -gt 0 ]; then
     local m_blc m_blr
     m_blc=$(median "${blc[@]}") m_blr=$(median "${blr[@]}")
