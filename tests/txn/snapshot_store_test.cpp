@@ -15,6 +15,7 @@
 #include "txn/manifest.hpp"
 #include "txn/snapshot_state.hpp"
 #include "txn/txn_test_support.hpp"
+#include "venvfix/txn/journal.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/snapshot.hpp"
 #include "venvfix/txn/step_fs.hpp"
@@ -196,6 +197,31 @@ TEST_F(TxnSnapshotStore, ARestoreMakesEachStagedNameDurableBeforeItsJournalAndNo
   EXPECT_TRUE(std::none_of(records.begin(), records.end(), [](const FaultStepFs::Record& record) {
     return record.op == StepFs::Op::sync_fs;
   })) << "a restore waited for the whole filesystem";
+}
+
+// A directory of staged names whose fsync fails (an I/O error) stops the restore before its
+// journal: one error naming that directory, the staging tree removed, no journal, the venv as it
+// was.
+TEST_F(TxnSnapshotStore, AStagedNameThatCannotBeMadeDurableStopsTheRestoreBeforeItsJournal) {
+  SnapshotInfo info = snapshot("before pip");
+  replace("pkg/__init__.py", "reinstalled\n");
+  fs::remove_all(site() / "pkg/sub");
+  auto print = fingerprint(m_venv);
+  RealStepFs real;
+  FaultStepFs failing(real, 0, FaultStepFs::Fault::fail_once, EIO);
+  failing.only({StepFs::Op::sync});
+  auto restored = restore_snapshot(m_venv, *m_lock, info.id, KeepSnapshot::no, failing);
+  ASSERT_FALSE(restored);
+  EXPECT_EQ(restored.error().code, ExitCode::error);
+  const std::string& message = restored.error().message;
+  EXPECT_TRUE(message.starts_with(m_venv.state_dir().string())) << message;
+  EXPECT_NE(message.find(": fsync: Input/output error"), std::string::npos) << message;
+  EXPECT_EQ(fingerprint(m_venv), print) << "a restore that stopped changed the venv";
+  EXPECT_FALSE(fs::exists(journal_file(m_venv)));
+  EXPECT_EQ(count_entries(m_venv.state_dir() / "staging"), 0u);
+  // The disk is well again: the same snapshot restores.
+  ASSERT_TRUE(restore_snapshot(m_venv, *m_lock, info.id, KeepSnapshot::no));
+  EXPECT_TRUE(no_difference(m_venv, info.id));
 }
 
 // A directory unchanged since the snapshot's walk is not read by the rollback's comparison (its
