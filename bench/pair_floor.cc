@@ -89,7 +89,9 @@ void walk(int parent, const std::string& rel, Tree& tree) {
   while (dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
     if (name == "." || name == ".." || (rel.empty() && name == ".venvfix")) continue;
-    const std::string path = rel.empty() ? name : rel + "/" + name;
+    std::string path = rel;
+    if (!path.empty()) path += '/';
+    path += name;
     struct stat st {};
     if (::fstatat(parent, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) die("stat " + path);
     if (S_ISDIR(st.st_mode)) {
@@ -160,6 +162,12 @@ void write_durably(const std::string& path, const std::string& text) {
   if (::fsync(fd) != 0) die("fsync " + tmp);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) die("rename " + tmp);
+}
+
+int open_dir(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) die("open " + path);
+  return fd;
 }
 
 void fsync_dir(const std::string& path) {
@@ -253,18 +261,26 @@ void rollback(const std::string& venv, const std::string& state) {
       state + "/kept." +
       std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   if (::mkdir(kept.c_str(), 0755) != 0) die("mkdir " + kept);
+  // The store, staging and kept directories opened once: their names are bare names below.
+  const int store_fd = open_dir(state + "/store");
+  const int staging_fd = open_dir(state + "/staging");
+  const int kept_fd = open_dir(kept);
   std::string journal;
   std::vector<std::string> rels;
   std::set<std::string> touched = {state + "/staging", kept, state};
   for (std::size_t i : changed) {
     const File& file = tree.files[i];
     const std::string& rel = rels.emplace_back(rel_of(tree, file));
-    journal += rel + "\n";
-    if (::link((state + "/store/" + std::to_string(file.ino)).c_str(),
-               (state + "/staging/" + std::to_string(i)).c_str()) != 0) {
+    journal += rel;
+    journal += '\n';
+    if (::linkat(store_fd, std::to_string(file.ino).c_str(), staging_fd, std::to_string(i).c_str(),
+                 0) != 0) {
       die("link " + rel);
     }
-    touched.insert(venv + "/" + tree.dirs[file.dir].rel);
+    std::string dir = venv;
+    dir += '/';
+    dir += tree.dirs[file.dir].rel;
+    touched.insert(std::move(dir));
   }
   const double stage_ms = lap();
   fsync_dir(state + "/staging");  // the staged names durable before the journal names them
@@ -273,13 +289,10 @@ void rollback(const std::string& venv, const std::string& state) {
   for (std::size_t n = 0; n < changed.size(); ++n) {
     const std::string id = std::to_string(changed[n]);
     const std::string& rel = rels[n];
-    if (::renameat(root, rel.c_str(), AT_FDCWD, (kept + "/" + id).c_str()) != 0 &&
-        errno != ENOENT) {
+    if (::renameat(root, rel.c_str(), kept_fd, id.c_str()) != 0 && errno != ENOENT) {
       die("rename " + rel);
     }
-    if (::renameat(AT_FDCWD, (state + "/staging/" + id).c_str(), root, rel.c_str()) != 0) {
-      die("rename into " + rel);
-    }
+    if (::renameat(staging_fd, id.c_str(), root, rel.c_str()) != 0) die("rename into " + rel);
   }
   const double rename_ms = lap();
   const std::vector<std::string> dirs(touched.begin(), touched.end());
