@@ -180,9 +180,8 @@ std::vector<std::string> staged_dirs(const std::string& staging,
                                      const std::vector<StoredCopy>& copies) {
   std::set<std::string> dirs = {".venvfix", parent_of(staging), staging};
   for (const StoredCopy& copy : copies) {
-    // Inserted leaf first: a directory already there has its ancestors there too.
-    for (std::string dir = parent_of(copy.entry->path);
-         !dir.empty() && dirs.insert(join(staging, dir)).second; dir = parent_of(dir)) {
+    for (std::string dir = parent_of(copy.entry->path); !dir.empty(); dir = parent_of(dir)) {
+      if (!dirs.insert(join(staging, dir)).second) break;  // its ancestors are there already
     }
   }
   return {dirs.begin(), dirs.end()};
