@@ -1,6 +1,7 @@
 #include "venvfix/base/strings.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,19 @@ std::size_t find_first_of_few(std::string_view text, std::string_view set, std::
     if (byte < 64 && ((below_64 >> byte) & 1) != 0) return i;
   }
   return std::string_view::npos;
+}
+
+std::size_t count_of(std::string_view text, char c) {
+  std::size_t count = 0;
+  const char* at = text.data();
+  const char* const end = text.data() + text.size();
+  while (at != end) {
+    const void* found = std::memchr(at, c, static_cast<std::size_t>(end - at));
+    if (found == nullptr) break;
+    ++count;
+    at = static_cast<const char*>(found) + 1;
+  }
+  return count;
 }
 
 bool is_ascii_space(char c) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <unordered_set>
 
@@ -291,10 +293,35 @@ std::string read_carried_dir(ManifestEntry& entry, const Manifest& manifest) {
   return "";
 }
 
+// Up to 19 decimal digits at the front of `rest` (any such number fits 64 bits unchecked), when a
+// space follows them: how many, or 0 to leave the field to std::from_chars (a sign, more digits,
+// no space after). Manifest lines are mostly such numbers (nanosecond times, devices, inodes):
+// from_chars checks each digit's product for overflow.
+std::size_t short_decimal(std::string_view rest, std::uint64_t& value) {
+  constexpr std::size_t k_most = 19;
+  std::uint64_t sum = 0;
+  std::size_t used = 0;
+  for (; used < rest.size() && used <= k_most; ++used) {
+    const auto digit = static_cast<unsigned>(static_cast<unsigned char>(rest[used]) - '0');
+    if (digit > 9) break;
+    sum = sum * 10 + digit;
+  }
+  if (used == 0 || used > k_most || used == rest.size() || rest[used] != ' ') return 0;
+  value = sum;
+  return used;
+}
+
 // One number of an entry line, and the space after it, taken from the front of `rest`: the
 // fields are scanned once, not split first (30,000 lines of eight fields).
 template <typename T>
 bool take_number(std::string_view& rest, T& value, int base = 10) {
+  std::uint64_t short_value = 0;
+  const std::size_t digits = base == 10 ? short_decimal(rest, short_value) : 0;
+  if (digits != 0 && short_value <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+    value = static_cast<T>(short_value);
+    rest.remove_prefix(digits + 1);
+    return true;
+  }
   auto [next, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value, base);
   const std::size_t used = static_cast<std::size_t>(next - rest.data());
   if (error != std::errc() || used == 0 || used == rest.size() || *next != ' ') return false;
@@ -335,11 +362,11 @@ std::string read_entry_line(std::string_view line, const Manifest& manifest, Man
   return read_carried_dir(entry, manifest);
 }
 
+// Read in place at the end of `out` (no entry moved); a bad one is taken off again.
 std::string parse_entry_line(std::string_view line, const Manifest& manifest,
                              std::vector<ManifestEntry>& out) {
-  ManifestEntry entry;
-  std::string wrong = read_entry_line(line, manifest, entry);
-  if (wrong.empty()) out.push_back(std::move(entry));
+  std::string wrong = read_entry_line(line, manifest, out.emplace_back());
+  if (!wrong.empty()) out.pop_back();
   return wrong;
 }
 
@@ -353,9 +380,12 @@ void mark_carried_children(Manifest& manifest) {
       carried.add(entry.path);
       continue;
     }
-    std::size_t slash = entry.path.rfind('/');
-    if (carried.dirs.empty() || slash == std::string::npos) continue;
-    entry.carried = carried.contains(std::string_view(entry.path).substr(0, slash));
+    if (carried.dirs.empty()) continue;
+    const void* slash = ::memrchr(entry.path.data(), '/', entry.path.size());
+    if (slash == nullptr) continue;
+    entry.carried = carried.contains(std::string_view(
+        entry.path.data(),
+        static_cast<std::size_t>(static_cast<const char*>(slash) - entry.path.data())));
   }
 }
 
@@ -392,8 +422,7 @@ constexpr std::size_t k_two_part_entries = std::size_t{1} << 20;
 // The entry lines, `text`, starting at line `first_line` of `source`, into manifest.entries.
 Status parse_entries(std::string_view text, std::size_t first_line, std::string_view source,
                      Manifest& manifest) {
-  reserve_entries_of(manifest.entries,
-                     static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+  reserve_entries_of(manifest.entries, count_of(text, '\n'));
   std::size_t split = text.size();
   if (text.size() >= k_two_part_entries && std::thread::hardware_concurrency() > 1) {
     split = text.find('\n', text.size() / 2);
@@ -404,8 +433,7 @@ Status parse_entries(std::string_view text, std::size_t first_line, std::string_
   std::vector<ManifestEntry> second_entries;
   EntryLines parts[2];
   if (!second.empty()) {
-    reserve_entries_of(second_entries,
-                       static_cast<std::size_t>(std::count(second.begin(), second.end(), '\n')));
+    reserve_entries_of(second_entries, count_of(second, '\n'));
   }
   // Each part into its own vector (the first into the manifest's): no job touches another's.
   VENVFIX_TRY(run_parallel(second.empty() ? 1 : 2, 2, [&](std::size_t part, const JobContext&) {
@@ -416,7 +444,7 @@ Status parse_entries(std::string_view text, std::size_t first_line, std::string_
   for (std::size_t part = 0; part < 2; ++part) {
     if (parts[part].wrong.empty()) continue;
     std::size_t line = first_line + parts[part].bad_line;
-    if (part == 1) line += static_cast<std::size_t>(std::count(first.begin(), first.end(), '\n'));
+    if (part == 1) line += count_of(first, '\n');
     return make_error(ExitCode::error, "{}, line {}: {}", source, line, parts[part].wrong);
   }
   manifest.entries.insert(manifest.entries.end(), std::make_move_iterator(second_entries.begin()),

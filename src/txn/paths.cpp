@@ -4,22 +4,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace venvfix::txn {
 
 bool is_safe_relative(std::string_view path) {
   if (path.empty() || path.front() == '/' || path.back() == '/') return false;
-  // One pass over the characters: a manifest checks 30,000 paths of a dozen components.
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= path.size(); ++i) {
-    if (i < path.size() && path[i] != '/') {
-      if (path[i] == '\0') return false;
-      continue;
-    }
-    std::string_view part = path.substr(start, i - start);
+  // memchr from one separator to the next rather than a test per character: a manifest checks
+  // 30,000 paths of a dozen components.
+  if (std::memchr(path.data(), '\0', path.size()) != nullptr) return false;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view part = path.substr(start, end - start);
     if (part.empty() || part == "." || part == "..") return false;
-    start = i + 1;
+    start = end + 1;
   }
   return true;
 }

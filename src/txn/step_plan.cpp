@@ -31,6 +31,9 @@ struct StepPlan {
 };
 
 Result<std::string> normalise(const std::string& path, std::string_view list) {
+  // A safe relative path (no empty, "." or ".." component) is its own normal form: the
+  // rollback of a changed distribution plans thousands, and fs::path splits each into parts.
+  if (is_safe_relative(path) && !is_state_path(path)) return path;
   std::string normal = fs::path(path).lexically_normal().string();
   if (!is_safe_relative(normal) || is_state_path(normal)) {
     return make_error(ExitCode::error, "the {} path {} is not a path inside the venv", list, path);

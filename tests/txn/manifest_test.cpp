@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,41 @@ TEST(TxnManifest, EveryMalformedEntryLineIsRefusedNamingItsLine) {
       parse_manifest(header_of("transaction") + "d 755 0 1 2 1 3 4 lib\n", "t");
   ASSERT_FALSE(transaction);
   EXPECT_THAT(transaction.error().message, HasSubstr("t, line 7: unknown entry type"));
+}
+
+// Numbers of up to 19 digits are summed without from_chars (the manifest's nanosecond times are
+// 19 digits): the edges of each field's type read as from_chars reads them, one past is refused.
+TEST(TxnManifest, NumbersAtTheEdgesOfTheirTypesReadExactly) {
+  const std::string tree = header_of("tree");
+  const std::vector<std::pair<std::string, std::string>> good = {
+      {"F 644 9999999999999999999 1 2 1 3 4 lib/a.py\n", "9999999999999999999"},
+      {"F 644 18446744073709551615 1 2 1 3 4 lib/a.py\n", "18446744073709551615"},
+      {"F 644 0000000000000000000000010 1 2 1 3 4 lib/a.py\n", "10"},
+  };
+  for (const auto& [line, size] : good) {
+    SCOPED_TRACE(line);
+    Result<Manifest> parsed = parse_manifest(tree + line, "m");
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    EXPECT_EQ(std::to_string(parsed->entries.at(0).size), size);
+  }
+  Result<Manifest> times = parse_manifest(
+      tree + "F 644 1 1 2 1 9223372036854775807 -9223372036854775808 lib/a.py\n", "m");
+  ASSERT_TRUE(times) << times.error().message;
+  EXPECT_EQ(times->entries.at(0).mtime_ns, std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(times->entries.at(0).ctime_ns, std::numeric_limits<std::int64_t>::min());
+  for (const std::string line : {
+           "F 644 18446744073709551616 1 2 1 3 4 lib/a.py\n",  // size: 2^64
+           "F 644 1 1 2 1 9223372036854775808 4 lib/a.py\n",   // mtime: 2^63
+           "F 644 1 1 2 1 9999999999999999999 4 lib/a.py\n",   // 19 digits over 2^63
+           "F 644 1 1 2 1 3 -9223372036854775809 lib/a.py\n",  // ctime: below -2^63
+           "F 644 1 1 2 1 3 99999999999999999999 lib/a.py\n",  // 20 digits
+           "F 40000000000 1 1 2 1 3 4 lib/a.py\n",             // mode: 2^32
+       }) {
+    SCOPED_TRACE(line);
+    Result<Manifest> parsed = parse_manifest(tree + line, "m");
+    ASSERT_FALSE(parsed);
+    EXPECT_THAT(parsed.error().message, HasSubstr("m, line 7: bad number"));
+  }
 }
 
 // A manifest over 1 MiB of entries is read in two halves on two threads: the same entries, the
