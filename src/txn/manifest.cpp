@@ -132,9 +132,9 @@ SnapshotInfo Manifest::info() const {
       info.bytes += entry.size;
     }
   }
-  if (entries.empty() && header_files >= 0 && header_bytes >= 0) {
-    info.files = static_cast<std::uint64_t>(header_files);
-    info.bytes = static_cast<std::uint64_t>(header_bytes);
+  if (entries.empty() && header_files && header_bytes) {
+    info.files = *header_files;
+    info.bytes = *header_bytes;
   }
   return info;
 }
@@ -246,9 +246,10 @@ std::string parse_header_line(std::string_view line, Manifest& manifest, bool& h
   } else if (key == "walked") {
     if (!parse_number(value, manifest.walked_ns)) return "bad walk time";
   } else if (key == "files" || key == "bytes") {
-    if (!parse_number(value, key == "files" ? manifest.header_files : manifest.header_bytes)) {
-      return "bad count";
-    }
+    // Written from 64-bit unsigned sums: read back the same way.
+    std::uint64_t count = 0;
+    if (!parse_number(value, count)) return "bad count";
+    (key == "files" ? manifest.header_files : manifest.header_bytes) = count;
   }
   return "";
 }
@@ -370,14 +371,16 @@ std::string parse_entry_line(std::string_view line, const Manifest& manifest,
   return wrong;
 }
 
-// An entry directly in a `d` directory is carried too. In file order, as written (walk order: a
-// directory's line comes before its entries'), so only an earlier `d` line counts.
+// A file or symlink directly in a `d` directory is carried too; a directory there is not (every
+// walk enters it and takes its identity afresh), and marking it would write it back as `d`. In
+// file order, as written (walk order: a directory's line comes before its entries'), so only an
+// earlier `d` line counts.
 void mark_carried_children(Manifest& manifest) {
   if (manifest.format < 3 || manifest.kind != SnapshotKind::tree) return;
   CarriedDirs carried;
   for (ManifestEntry& entry : manifest.entries) {
-    if (entry.type == 'D' && entry.carried) {  // a `d` line
-      carried.add(entry.path);
+    if (entry.type == 'D') {
+      if (entry.carried) carried.add(entry.path);  // a `d` line
       continue;
     }
     if (carried.dirs.empty()) continue;

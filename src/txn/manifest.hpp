@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,8 +58,9 @@ struct ManifestEntry {
   std::string path;
   std::string target;  // S entries of version 2+ tree snapshots: the symlink's target
   // Version 3 tree snapshots: a D entry written `d` (its entries were carried over from an
-  // earlier walk), and every entry directly in such a directory (its identity may be older than
-  // the snapshot: see unchanged_since_walk in link_store.hpp).
+  // earlier walk), and every file and symlink directly in such a directory (its identity may be
+  // older than the snapshot: see unchanged_since_walk in link_store.hpp). Not a directory in one:
+  // every walk enters it and records its identity then.
   bool carried = false;
 };
 
@@ -78,9 +80,9 @@ struct Manifest {
   std::int64_t walked_ns = 0;
   std::vector<ManifestEntry> entries;
   // Version 3: how many files and symlinks the entries hold and their total size, in the header,
-  // so that listing snapshots reads no entries (load_manifest_header); -1 when not written.
-  std::int64_t header_files = -1;
-  std::int64_t header_bytes = -1;
+  // so that listing snapshots reads no entries (load_manifest_header); empty when not written.
+  std::optional<std::uint64_t> header_files;
+  std::optional<std::uint64_t> header_bytes;
 
   // From the entries; from the header counts when only the header was read.
   SnapshotInfo info() const;

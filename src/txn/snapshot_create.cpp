@@ -234,8 +234,8 @@ Result<SnapshotInfo> snapshot_venv(const env::Venv& venv, const VenvLock& lock, 
     fs::remove_all(dir, ignored);
     return std::move(status).error();
   }
-  walker.header.header_files = static_cast<std::int64_t>(walker.counted.files);
-  walker.header.header_bytes = static_cast<std::int64_t>(walker.counted.bytes);
+  walker.header.header_files = walker.counted.files;
+  walker.header.header_bytes = walker.counted.bytes;
   SnapshotInfo info = walker.header.info();
   info.linked = walker.linked;
   info.dirs_listed = walker.listed;

@@ -52,7 +52,7 @@ Result<Manifest> load_manifest_header(const env::Venv& venv, const std::string& 
   if (fd && !head) head = read_header(fd->get(), std::size_t{64} << 10);
   if (!head) return load_manifest(venv, id);  // no header that short, or unreadable: its error
   VENVFIX_TRY_ASSIGN(Manifest manifest, parse_manifest(*head, file.string()));
-  if (manifest.header_files < 0 || manifest.header_bytes < 0) return load_manifest(venv, id);
+  if (!manifest.header_files || !manifest.header_bytes) return load_manifest(venv, id);
   return manifest;
 }
 

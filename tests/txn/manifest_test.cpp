@@ -109,6 +109,25 @@ TEST(TxnManifest, WhatIsWrittenReadsBackFieldForField) {
   EXPECT_EQ(manifest_text(*back), text);
 }
 
+// A directory inside a carried-over (`d`) directory was entered by the walk and recorded afresh:
+// it is not carried, its files are not, and written back it stays a `D` line (the text is a fixed
+// point of reading and writing).
+TEST(TxnManifest, ADirectoryInACarriedDirectoryIsNotCarriedAndWritesBackAsItWasRead) {
+  const std::string text = header_of("tree") +
+                           "d 755 0 1 2 3 4 5 lib\n"
+                           "D 755 0 1 3 3 4 5 lib/sub\n"
+                           "F 644 10 1 4 1 4 5 lib/sub/inner.py\n"
+                           "F 644 10 1 5 1 4 5 lib/outer.py\n"
+                           "S 777 3 1 6 1 4 5 lib/link\t../x\n";
+  Result<Manifest> parsed = parse_manifest(text, "m");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  std::vector<bool> carried;
+  for (const ManifestEntry& e : parsed->entries) carried.push_back(e.carried);
+  EXPECT_EQ(carried, (std::vector<bool>{true, false, false, true, true}));
+  const std::string written = manifest_text(*parsed);
+  EXPECT_EQ(written.substr(written.find("entries\n")), text.substr(text.find("entries\n")));
+}
+
 TEST(TxnManifest, EveryMalformedEntryLineIsRefusedNamingItsLine) {
   const std::string tree = header_of("tree");
   const std::string ok_line = "F 644 10 1 2 1 3 4 lib/a.py\n";
@@ -168,6 +187,14 @@ TEST(TxnManifest, NumbersAtTheEdgesOfTheirTypesReadExactly) {
     ASSERT_TRUE(parsed) << parsed.error().message;
     EXPECT_EQ(std::to_string(parsed->entries.at(0).size), size);
   }
+  // The header's counts are written from 64-bit unsigned sums, and read back whole.
+  Result<Manifest> counts = parse_manifest(
+      "venvfix-snapshot 3\nid a\nkind tree\ncreated c\nmethod hardlink\nfiles "
+      "18446744073709551615\nbytes 9223372036854775808\nentries\n",
+      "m");
+  ASSERT_TRUE(counts) << counts.error().message;
+  EXPECT_EQ(counts->header_files, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(counts->header_bytes, std::uint64_t{1} << 63);
   Result<Manifest> times = parse_manifest(
       tree + "F 644 1 1 2 1 9223372036854775807 -9223372036854775808 lib/a.py\n", "m");
   ASSERT_TRUE(times) << times.error().message;
