@@ -20,6 +20,7 @@
 
 #include "apply/load_chain.hpp"
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/parallel.hpp"
 #include "venvfix/base/process.hpp"
 #include "venvfix/base/strings.hpp"
@@ -241,7 +242,7 @@ bool keep_verdict(const fs::path& dir, const std::string& key, const LoadResult&
   const fs::path temporary = path.string() + fmt::format(".tmp.{}", ::getpid());
   std::error_code error;
   fs::create_directories(dir, error);
-  if (!write_unsynced(temporary, verdict.dump()) ||
+  if (!write_unsynced(temporary, json_text(verdict)) ||
       ::rename(temporary.c_str(), path.c_str()) != 0) {
     spdlog::debug("load verdict for {} not kept in {}", result.path.string(), dir.string());
     fs::remove(temporary, error);

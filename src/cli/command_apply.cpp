@@ -13,6 +13,7 @@
 #include "venvfix/apply/apply.hpp"
 #include "venvfix/apply/wheelhouse.hpp"
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/index/client.hpp"
 #include "venvfix/plan/planner.hpp"
 
@@ -100,7 +101,7 @@ Result<int> run_apply(const GlobalOptions& options, const ApplyArgs& args) {
                      apply::apply_plan(session.venv, lock, plan, session.manifests, session.system,
                                        index.downloader(), apply_options));
   if (options.json) {
-    std::cout << apply::apply_json(report, "apply").dump(2) << "\n";
+    std::cout << json_text(apply::apply_json(report, "apply"), 2) << "\n";
   } else {
     apply::print_apply_report(report, std::cout);
   }

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "venvfix/apply/cache_maintenance.hpp"
+#include "venvfix/base/json_text.hpp"
 
 namespace venvfix::cli {
 
@@ -32,7 +33,7 @@ Result<fs::path> cache_root(const GlobalOptions& options) {
 Result<int> run_cache_dir(const GlobalOptions& options) {
   VENVFIX_TRY_ASSIGN(const fs::path root, cache_root(options));
   if (options.json) {
-    std::cout << nlohmann::json{{"cache_dir", root.string()}}.dump(2) << "\n";
+    std::cout << json_text(nlohmann::json{{"cache_dir", root.string()}}, 2) << "\n";
   } else {
     std::cout << root.string() << "\n";
   }
@@ -43,7 +44,7 @@ Result<int> run_cache_info(const GlobalOptions& options) {
   VENVFIX_TRY_ASSIGN(const fs::path root, cache_root(options));
   const apply::CacheUsage usage = apply::cache_usage(root);
   if (options.json) {
-    std::cout << apply::cache_usage_json(usage).dump(2) << "\n";
+    std::cout << json_text(apply::cache_usage_json(usage), 2) << "\n";
   } else {
     apply::print_cache_usage(usage, std::cout);
   }
@@ -58,7 +59,7 @@ Result<int> run_cache_prune(const GlobalOptions& options, const PruneArgs& args)
   prune.wait = args.wait;
   VENVFIX_TRY_ASSIGN(const apply::CachePruneReport report, apply::prune_cache(root, prune));
   if (options.json) {
-    std::cout << apply::prune_report_json(report).dump(2) << "\n";
+    std::cout << json_text(apply::prune_report_json(report), 2) << "\n";
   } else {
     apply::print_prune_report(report, std::cout);
   }

@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/guard/guard.hpp"
 #include "venvfix/verify/probe.hpp"
 #include "venvfix/verify/report.hpp"
@@ -86,7 +87,8 @@ Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
     const verify::GuardState guard = !guarded           ? verify::GuardState::unknown
                                      : guarded->enabled ? verify::GuardState::on
                                                         : verify::GuardState::off;
-    std::cout << verify::doctor_json(analysis, judged ? &*judged : nullptr, guard).dump(2) << "\n";
+    std::cout << json_text(verify::doctor_json(analysis, judged ? &*judged : nullptr, guard), 2)
+              << "\n";
   } else {
     verify::print_doctor_report(analysis, std::cout, colors);
     if (judged) verify::print_probe_report(*judged, std::cout, colors);

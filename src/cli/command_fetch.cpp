@@ -8,6 +8,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/wheelhouse.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/index/client.hpp"
 
 namespace venvfix::cli {
@@ -26,7 +27,7 @@ Result<int> run_fetch(const GlobalOptions& options, const FetchArgs& args) {
   VENVFIX_TRY_ASSIGN(apply::WheelhouseReport report,
                      apply::fill_wheelhouse(plan, index.downloader(), args.dest, sources));
   if (options.json) {
-    std::cout << apply::wheelhouse_json(report).dump(2) << "\n";
+    std::cout << json_text(apply::wheelhouse_json(report), 2) << "\n";
   } else {
     apply::print_wheelhouse_report(report, std::cout);
   }

@@ -13,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/run_guarded.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/process.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/guard/guard.hpp"
@@ -88,7 +89,7 @@ Result<int> run_guard_change(const GlobalOptions& options, std::string_view acti
     VENVFIX_TRY_ASSIGN(status, guard::status(venv));
   }
   if (options.json) {
-    std::cout << guard_json(venv, status).dump(2) << "\n";
+    std::cout << json_text(guard_json(venv, status), 2) << "\n";
   } else {
     print_status(status, action == "status"   ? ""
                          : action == "enable" ? " (enabled)"

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/recover.hpp"
@@ -53,7 +54,7 @@ Result<int> run_recover(const GlobalOptions& options, const RecoverArgs& args) {
                                {"outcome", outcome},
                                {"transaction", report.id},
                                {"reason", report.reason}};
-    std::cout << document.dump(2) << "\n";
+    std::cout << json_text(document, 2) << "\n";
   } else {
     std::cout << message << "\n";
   }

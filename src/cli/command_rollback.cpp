@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
 #include "venvfix/txn/snapshot.hpp"
@@ -33,7 +34,7 @@ Result<int> run_rollback(const GlobalOptions& options, const RollbackArgs& args)
                                {"venv", venv.root.string()},
                                {"restored", info.id},
                                {"undo_snapshot", undo.value_or("")}};
-    std::cout << document.dump(2) << "\n";
+    std::cout << json_text(document, 2) << "\n";
   } else {
     std::cout << fmt::format("{}: restored snapshot {} ({}, {}){}", venv.root.string(), info.id,
                              info.created, info.reason,

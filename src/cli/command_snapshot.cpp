@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/env/venv.hpp"
 #include "venvfix/txn/lock.hpp"
@@ -54,7 +55,7 @@ Result<int> run_create(const GlobalOptions& options, const SnapshotArgs& args) {
         behind->link.string(), behind->target.string(), info.id);
   }
   if (options.json) {
-    std::cout << to_json(info).dump(2) << "\n";
+    std::cout << json_text(to_json(info), 2) << "\n";
   } else {
     std::cout << fmt::format("created snapshot {} of {} ({} files, {}, {})\n", info.id,
                              venv.root.string(), info.files, human_size(info.bytes), info.method);
@@ -68,7 +69,7 @@ Result<int> run_list(const GlobalOptions& options) {
   if (options.json) {
     json list = json::array();
     for (const auto& info : all) list.push_back(to_json(info));
-    std::cout << json{{"schema", "venvfix-snapshots/1"}, {"snapshots", list}}.dump(2) << "\n";
+    std::cout << json_text(json{{"schema", "venvfix-snapshots/1"}, {"snapshots", list}}, 2) << "\n";
     return 0;
   }
   if (all.empty()) {
@@ -87,7 +88,7 @@ Result<int> run_show(const GlobalOptions& options, const SnapshotArgs& args) {
   VENVFIX_TRY_ASSIGN(env::Venv venv, open_checked(options));
   VENVFIX_TRY_ASSIGN(txn::SnapshotInfo info, txn::find_snapshot(venv, args.id));
   if (options.json) {
-    std::cout << to_json(info).dump(2) << "\n";
+    std::cout << json_text(to_json(info), 2) << "\n";
   } else {
     std::cout << fmt::format(
         "id       {}\ncreated  {}\nkind     {}\nmethod   {}\nreason   {}\nfiles    {}\nbytes    "
@@ -103,13 +104,12 @@ Result<int> run_diff(const GlobalOptions& options, const SnapshotArgs& args) {
   VENVFIX_TRY_ASSIGN(txn::SnapshotInfo info, txn::find_snapshot(venv, args.id));
   VENVFIX_TRY_ASSIGN(txn::SnapshotDiff diff, txn::diff_snapshot(venv, info.id));
   if (options.json) {
-    std::cout << json{{"schema", "venvfix-snapshot-diff/1"},
-                      {"snapshot", info.id},
-                      {"added", diff.added},
-                      {"removed", diff.removed},
-                      {"changed", diff.changed}}
-                     .dump(2)
-              << "\n";
+    const json document = {{"schema", "venvfix-snapshot-diff/1"},
+                           {"snapshot", info.id},
+                           {"added", diff.added},
+                           {"removed", diff.removed},
+                           {"changed", diff.changed}};
+    std::cout << json_text(document, 2) << "\n";
   } else {
     for (const auto& p : diff.removed) std::cout << "- " << p << "\n";
     for (const auto& p : diff.changed) std::cout << "~ " << p << "\n";
@@ -128,7 +128,7 @@ Result<int> run_delete(const GlobalOptions& options, const SnapshotArgs& args) {
     VENVFIX_TRY(txn::delete_snapshot(venv, held, id));
     if (!options.json) std::cout << "deleted snapshot " << id << "\n";
   }
-  if (options.json) std::cout << json{{"deleted", args.ids}}.dump(2) << "\n";
+  if (options.json) std::cout << json_text(json{{"deleted", args.ids}}, 2) << "\n";
   return 0;
 }
 
@@ -137,7 +137,7 @@ Result<int> run_prune(const GlobalOptions& options, const SnapshotArgs& args) {
   VENVFIX_TRY_ASSIGN(txn::VenvLock held, lock(venv, args));
   VENVFIX_TRY_ASSIGN(auto deleted, txn::prune_snapshots(venv, held, args.keep));
   if (options.json) {
-    std::cout << json{{"deleted", deleted}}.dump(2) << "\n";
+    std::cout << json_text(json{{"deleted", deleted}}, 2) << "\n";
   } else {
     std::cout << fmt::format("deleted {} snapshots, kept the newest {}\n", deleted.size(),
                              args.keep);

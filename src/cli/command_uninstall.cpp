@@ -9,6 +9,7 @@
 #include "cli/command.hpp"
 #include "cli/session.hpp"
 #include "venvfix/apply/apply.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/index/client.hpp"
 #include "venvfix/plan/uninstall.hpp"
@@ -60,7 +61,7 @@ Result<int> run_uninstall(const GlobalOptions& options, const UninstallArgs& arg
                      apply::apply_plan(session.venv, lock, uninstall.plan, session.manifests,
                                        session.system, index.downloader(), apply_options));
   if (options.json) {
-    std::cout << apply::apply_json(report, "uninstall").dump(2) << "\n";
+    std::cout << json_text(apply::apply_json(report, "uninstall"), 2) << "\n";
   } else {
     apply::print_apply_report(report, std::cout);
   }

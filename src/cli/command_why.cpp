@@ -6,6 +6,7 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/verify/why.hpp"
 
 namespace venvfix::cli {
@@ -26,7 +27,7 @@ Result<int> run_why(const GlobalOptions& options, const WhyArgs& args) {
                                      analysis_options));
   verify::WhyReport report = verify::explain_soname(analysis, session.manifests, args.soname);
   if (options.json) {
-    std::cout << verify::why_json(analysis, report).dump(2) << "\n";
+    std::cout << json_text(verify::why_json(analysis, report), 2) << "\n";
   } else {
     verify::print_why_report(analysis, report, std::cout,
                              stdout_wants_color() ? verify::Colors::on : verify::Colors::off);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/shared_library.hpp"
 #include "venvfix/base/strings.hpp"
@@ -34,7 +35,7 @@ int report_error(const Error& error, bool json) {
     nlohmann::json document = {{"schema", "venvfix-error/1"},
                                {"error", error.message},
                                {"exit_code", static_cast<int>(error.code)}};
-    std::cout << document.dump(2) << "\n";
+    std::cout << json_text(document, 2) << "\n";
   }
   return static_cast<int>(error.code);
 }

@@ -10,6 +10,7 @@
 
 #include "curl_library.hpp"
 #include "venvfix/base/fs.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
@@ -156,7 +157,7 @@ Status PageCache::store(const CachedPage& page) const {
                                  {"stored_at", page.stored_at},
                                  {"fresh_until", page.fresh_until},
                                  {"size", page.body.size()}};
-  return write_file_atomic(path, head.dump() + "\n" + page.body);
+  return write_file_atomic(path, json_text(head) + "\n" + page.body);
 }
 
 void PageCache::remove(std::string_view url, std::string_view accept) const {

@@ -17,6 +17,7 @@
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/json_fields.hpp"
+#include "venvfix/base/json_text.hpp"
 #include "venvfix/guard/guard.hpp"
 
 namespace venvfix::guard {
@@ -109,7 +110,7 @@ Status write_state(const env::Venv& venv, const State& state) {
                                    {"made_state_dir", state.made_state_dir},
                                    {"scripts", state.scripts},
                                    {"keep", state.keep}};
-  return write_file_atomic(state_file(venv), document.dump(2) + "\n");
+  return write_file_atomic(state_file(venv), json_text(document, 2) + "\n");
 }
 
 Status make_dir(const fs::path& dir) {

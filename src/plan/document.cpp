@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "venvfix/base/json_fields.hpp"
+#include "venvfix/base/json_text.hpp"
 
 namespace venvfix::plan {
 
@@ -182,7 +183,7 @@ nlohmann::json to_json(const Plan& plan) {
 }
 
 std::string to_text(const Plan& plan) {
-  return document_of(plan).dump(2) + "\n";
+  return json_text(document_of(plan), 2) + "\n";
 }
 
 }  // namespace venvfix::plan

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 
@@ -13,6 +14,8 @@
 
 #include "txn/paths.hpp"
 #include "venvfix/base/json_fields.hpp"
+#include "venvfix/base/json_text.hpp"
+#include "venvfix/base/sha256.hpp"
 
 namespace venvfix::txn {
 
@@ -49,7 +52,15 @@ fs::path commit_marker(const env::Venv& venv) {
 std::string to_json_text(const Journal& journal) {
   json steps = json::array();
   for (const Step& step : journal.steps) {
-    json s = {{"op", to_string(step.op)}, {"path", step.path}};
+    json s = {{"op", to_string(step.op)}};
+    // A name that is not UTF-8 (a Linux file name is bytes) cannot be a JSON string: its bytes
+    // in hex instead, read back exactly.
+    if (is_valid_utf8(step.path)) {
+      s["path"] = step.path;
+    } else {
+      s["path_hex"] = to_hex(
+          std::span(reinterpret_cast<const std::uint8_t*>(step.path.data()), step.path.size()));
+    }
     if (step.op == StepOp::make_dir || step.op == StepOp::prune_dir) s["mode"] = step.mode;
     steps.push_back(std::move(s));
   }
@@ -63,7 +74,7 @@ std::string to_json_text(const Journal& journal) {
                    {"consumes", journal.consumes},
                    {"relink", journal.relink},
                    {"steps", std::move(steps)}};
-  return document.dump(1) + "\n";
+  return json_text(document, 1) + "\n";
 }
 
 namespace {
@@ -76,13 +87,31 @@ Result<StepOp> parse_step_op(const std::string& op, const JsonFields& fields) {
   return fields.fail("unknown step {}", op);
 }
 
+// A step's "path_hex": the bytes of a path that is not UTF-8.
+Result<std::string> path_from_hex(const JsonFields& fields) {
+  VENVFIX_TRY_ASSIGN(std::string hex, fields.string("path_hex"));
+  std::string path;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    unsigned value = 0;
+    auto [end, error] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
+    if (error != std::errc() || end != hex.data() + i + 2) break;
+    path += static_cast<char>(value);
+  }
+  if (path.size() * 2 != hex.size()) return fields.fail("bad path_hex {}", hex);
+  return path;
+}
+
 Result<Step> parse_step(const json& object, std::string context) {
   if (!object.is_object()) return make_error(ExitCode::error, "{}: not an object", context);
   const JsonFields fields(object, std::move(context), ExitCode::error);
   Step step;
   VENVFIX_TRY_ASSIGN(std::string op, fields.string("op"));
   VENVFIX_TRY_ASSIGN(step.op, parse_step_op(op, fields));
-  VENVFIX_TRY_ASSIGN(step.path, fields.string("path"));
+  if (fields.has("path_hex")) {
+    VENVFIX_TRY_ASSIGN(step.path, path_from_hex(fields));
+  } else {
+    VENVFIX_TRY_ASSIGN(step.path, fields.string("path"));
+  }
   if (!is_safe_relative(step.path) || is_state_path(step.path)) {
     return fields.fail("step path {} leaves the venv", step.path);
   }

@@ -145,6 +145,43 @@ TEST_F(RollbackCli, InPlaceModificationIsRefusedNamingTheFile) {
   EXPECT_EQ(print_of(venv), print);
 }
 
+// A Linux file name is bytes: a program under the venv writes one that is not UTF-8 (Latin-1).
+// The rollback removes it (its journal names it in hex), `--json` documents still parse (the
+// byte shown as U+FFFD), and undoing the rollback puts the very name back.
+TEST_F(RollbackCli, AFileNameThatIsNotUtf8IsRolledBackAndUndone) {
+  fs::path venv = scenario("healthy");
+  auto env = env::open_venv_at(venv);
+  ASSERT_TRUE(env);
+  auto created = venvfix_cli(venv, {"snapshot", "create"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const auto before = print_of(venv);
+  const std::string name = "caf\xe9.py";
+  auto python = venvfix::testing::run_command(
+      {(venv / "bin/python").string(), "-c",
+       "import sys; open(sys.argv[1].encode() + b'/caf\\xe9.py', 'w').write('x')",
+       env->purelib.string()});
+  ASSERT_EQ(python.exit_code, 0) << python.err;
+  ASSERT_TRUE(fs::exists(env->purelib / name));
+
+  auto diff = venvfix_cli(venv, {"--json", "snapshot", "diff"});
+  EXPECT_EQ(diff.exit_code, 3) << diff.err;
+  const auto listed = nlohmann::json::parse(diff.out, nullptr, false);
+  ASSERT_FALSE(listed.is_discarded()) << diff.out;
+  ASSERT_EQ(listed["added"].size(), 1U) << diff.out;
+  EXPECT_TRUE(listed["added"][0].get<std::string>().ends_with("/caf\xef\xbf\xbd.py")) << diff.out;
+
+  auto rolled = venvfix_cli(venv, {"--json", "rollback"});
+  ASSERT_EQ(rolled.exit_code, 0) << rolled.err;
+  const auto report = nlohmann::json::parse(rolled.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << rolled.out;
+  EXPECT_FALSE(fs::exists(env->purelib / name));
+  EXPECT_EQ(print_of(venv), before);
+
+  auto undone = venvfix_cli(venv, {"rollback", report["undo_snapshot"].get<std::string>()});
+  ASSERT_EQ(undone.exit_code, 0) << undone.err;
+  EXPECT_TRUE(fs::exists(env->purelib / name));
+}
+
 // How many directories `venvfix -v -v snapshot create` read and how many it carried over from the
 // last walk, from its log line ("…, N directories read, M carried over from the last walk, …").
 std::pair<int, int> directories_of(const std::string& log) {

@@ -56,6 +56,34 @@ TEST(TxnJournal, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(parsed->steps[3].op, StepOp::prune_dir);
 }
 
+// A Linux file name is bytes, a JSON string UTF-8: a path that is not UTF-8 is written as its
+// bytes in hex and read back exactly; every other path stays a plain "path" (what earlier
+// versions wrote and read).
+TEST(TxnJournal, APathThatIsNotUtf8ReadsBackByteForByte) {
+  Journal journal = sample();
+  const std::string latin1 = "lib/python3.12/site-packages/pkg/caf\xe9.py";
+  const std::string utf8 = "lib/python3.12/site-packages/pkg/caf\xc3\xa9.py";
+  journal.steps.push_back({StepOp::move_out, latin1, 0});
+  journal.steps.push_back({StepOp::move_in, utf8, 0});
+  const std::string text = to_json_text(journal);
+  const nlohmann::json document = nlohmann::json::parse(text);
+  EXPECT_EQ(document["steps"][4]["path_hex"],
+            "6c69622f707974686f6e332e31322f736974652d7061636b616765732f706b672f636166e92e7079");
+  EXPECT_FALSE(document["steps"][4].contains("path"));
+  EXPECT_EQ(document["steps"][5]["path"], utf8);
+  auto parsed = parse_journal(text, "journal.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->steps.at(4).path, latin1);
+  EXPECT_EQ(parsed->steps.at(5).path, utf8);
+  EXPECT_EQ(to_json_text(*parsed), text);
+  EXPECT_THAT(refusal(edited([](auto& d) { d["steps"][1]["path_hex"] = "6c6"; })),
+              HasSubstr("step 2: bad path_hex 6c6"));
+  EXPECT_THAT(refusal(edited([](auto& d) { d["steps"][1]["path_hex"] = "zz"; })),
+              HasSubstr("bad path_hex zz"));
+  EXPECT_THAT(refusal(edited([](auto& d) { d["steps"][1]["path_hex"] = "2e2e2f78"; })),
+              HasSubstr("step path ../x leaves the venv"));
+}
+
 TEST(TxnJournal, DamagedOrEditedJournalsAreRefusedNamingWhatIsWrong) {
   EXPECT_THAT(refusal("{\"schema\": \"venvfix-journal/1\", \"id\""),
               HasSubstr("not a JSON object"));
