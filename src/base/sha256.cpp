@@ -143,19 +143,27 @@ int base64url_value(char c) {
 }
 }  // namespace
 
+std::optional<std::string> bytes_from_hex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string bytes;
+  bytes.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = hex_value(hex[i]);
+    const int lo = hex_value(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    bytes.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return bytes;
+}
+
 Result<Sha256Digest> sha256_from_hex(std::string_view hex) {
-  Sha256Digest digest{};
   if (hex.size() != 64) {
     return make_error(ExitCode::usage, "'{}' is not a sha256 hex digest (64 hex digits)", hex);
   }
-  for (std::size_t i = 0; i < 32; ++i) {
-    int hi = hex_value(hex[2 * i]);
-    int lo = hex_value(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      return make_error(ExitCode::usage, "'{}' is not a sha256 hex digest", hex);
-    }
-    digest[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
+  const std::optional<std::string> bytes = bytes_from_hex(hex);
+  if (!bytes) return make_error(ExitCode::usage, "'{}' is not a sha256 hex digest", hex);
+  Sha256Digest digest{};
+  std::copy(bytes->begin(), bytes->end(), digest.begin());
   return digest;
 }
 

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <ctime>
 
@@ -90,15 +89,9 @@ Result<StepOp> parse_step_op(const std::string& op, const JsonFields& fields) {
 // A step's "path_hex": the bytes of a path that is not UTF-8.
 Result<std::string> path_from_hex(const JsonFields& fields) {
   VENVFIX_TRY_ASSIGN(std::string hex, fields.string("path_hex"));
-  std::string path;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    unsigned value = 0;
-    auto [end, error] = std::from_chars(hex.data() + i, hex.data() + i + 2, value, 16);
-    if (error != std::errc() || end != hex.data() + i + 2) break;
-    path += static_cast<char>(value);
-  }
-  if (path.size() * 2 != hex.size()) return fields.fail("bad path_hex {}", hex);
-  return path;
+  std::optional<std::string> path = bytes_from_hex(hex);
+  if (!path) return fields.fail("bad path_hex {}", hex);
+  return std::move(*path);
 }
 
 Result<Step> parse_step(const json& object, std::string context) {

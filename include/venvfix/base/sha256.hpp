@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +43,9 @@ Sha256Digest sha256(std::string_view data);
 Result<Sha256Digest> sha256_file(const fs::path& path);
 
 std::string to_hex(std::span<const std::uint8_t> bytes);
+// to_hex's text (either case) back to its bytes; nullopt for an odd length or a character that
+// is not a hex digit.
+std::optional<std::string> bytes_from_hex(std::string_view hex);
 // Unpadded URL-safe base64, as in RECORD's "sha256=<digest>".
 std::string to_base64url_nopad(std::span<const std::uint8_t> bytes);
 // Parses either encoding back; nullopt-like failure as an Error naming the text.
