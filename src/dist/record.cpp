@@ -1,6 +1,5 @@
 #include "venvfix/dist/record.hpp"
 
-#include <algorithm>
 #include <charconv>
 
 #include "dist/utf8.hpp"
@@ -121,7 +120,7 @@ class RowReader {
 
 RecordParse parse_record_lenient(std::string_view text, std::string_view source_name) {
   RecordParse out;
-  out.entries.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  out.entries.reserve(count_of(text, '\n') + 1);
   RowReader reader(source_name, out);
   for_each_csv_row(text, [&reader](std::size_t line, const std::vector<std::string>& fields,
                                    bool unterminated) { reader.read(line, fields, unterminated); });
