@@ -4,7 +4,8 @@
 // deterministic mutations of each (bits flipped, bytes set to edge values, ranges cut, doubled
 // or spliced from another seed, the input truncated). Not a fuzzer (no coverage feedback):
 // docs/fuzzing.md says how to run the real one. A failed invariant aborts, as under libFuzzer;
-// the input that made it is written to fuzz-smoke-failure.bin in the working directory first.
+// the input that made it is written to <program>-failure.bin in the working directory first
+// (fuzz_smoke-failure.bin where the program's name is too long).
 //
 //   <target>_smoke [--mutations N] PATH...
 #include <fcntl.h>
@@ -31,12 +32,14 @@ namespace {
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
 
-// The input being run, for the abort handler (which may only make async-signal-safe calls).
+// The input being run and where it goes when it fails, for the abort handler (which may only
+// make async-signal-safe calls).
 const Bytes* g_current = nullptr;
+std::array<char, 256> g_failure_file{};
 
 extern "C" void write_failing_input(int signal_number) {
   if (g_current != nullptr) {
-    const int fd = ::open("fuzz-smoke-failure.bin", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(g_failure_file.data(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
       (void)!::write(fd, g_current->data(), g_current->size());
       ::close(fd);
@@ -151,6 +154,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [--mutations N] SEED_FILE_OR_DIR...\n", argv[0]);
     return 2;
   }
+  const std::string failure = fs::path(argv[0]).filename().string() + "-failure.bin";
+  std::snprintf(
+      g_failure_file.data(), g_failure_file.size(), "%s",
+      failure.size() < g_failure_file.size() ? failure.c_str() : "fuzz_smoke-failure.bin");
   std::signal(SIGABRT, write_failing_input);
   for (std::size_t s = 0; s < seeds.size(); ++s) {
     run(seeds[s]);
