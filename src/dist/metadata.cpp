@@ -1,7 +1,7 @@
 #include "venvfix/dist/metadata.hpp"
 
-#include "dist/utf8.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/base/utf8.hpp"
 #include "venvfix/pep/name.hpp"
 
 namespace venvfix::dist {

@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "dist/utf8.hpp"
 #include "venvfix/base/strings.hpp"
+#include "venvfix/base/utf8.hpp"
 #include "venvfix/dist/csv.hpp"
 
 namespace venvfix::dist {

@@ -15,6 +15,7 @@
 #include "venvfix/base/json_fields.hpp"
 #include "venvfix/base/json_text.hpp"
 #include "venvfix/base/sha256.hpp"
+#include "venvfix/base/utf8.hpp"
 
 namespace venvfix::txn {
 

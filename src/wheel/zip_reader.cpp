@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dist/utf8.hpp"
+#include "venvfix/base/utf8.hpp"
 #include "wheel/archive_library.hpp"
 #include "wheel/zip_index.hpp"
 
@@ -141,7 +141,7 @@ std::optional<std::string> ZipReader::index_name(const ZipEntry& entry) {
     const bool same_size = entry.size ? *entry.size == indexed.size : indexed.size == 0;
     if (same_size && indexed.name == entry.name) return std::nullopt;
     if (same_size && entry.name_ok && has_non_ascii(entry.name) && has_non_ascii(indexed.name) &&
-        dist::is_valid_utf8(indexed.name) && indexed.name.find('\0') == std::string::npos) {
+        is_valid_utf8(indexed.name) && indexed.name.find('\0') == std::string::npos) {
       return indexed.name;
     }
   }

@@ -1,5 +1,5 @@
-// json_text and is_valid_utf8 (include/venvfix/base/json_text.hpp), judged by nlohmann's own
-// strict dump(), which refuses exactly the strings that are not UTF-8.
+// json_text (include/venvfix/base/json_text.hpp) and is_valid_utf8 (base/utf8.hpp), judged by
+// nlohmann's own strict dump(), which refuses exactly the strings that are not UTF-8.
 #include "venvfix/base/json_text.hpp"
 
 #include <gtest/gtest.h>
@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "venvfix/base/utf8.hpp"
 
 namespace venvfix {
 namespace {

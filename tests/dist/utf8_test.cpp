@@ -1,7 +1,7 @@
 // is_valid_utf8 against Python's strict UTF-8 decoder, on random byte strings that mix ASCII
 // runs of every length (the eight-bytes-at-a-time path starts and stops anywhere) with valid,
 // overlong, surrogate, out-of-range and truncated sequences.
-#include "dist/utf8.hpp"
+#include "venvfix/base/utf8.hpp"
 
 #include <random>
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "venvfix/base/json_text.hpp"
 #include "venvfix/base/sha256.hpp"
+#include "venvfix/base/utf8.hpp"
 #include "venvfix/dist/csv.hpp"
 #include "venvfix/dist/metadata.hpp"
 #include "venvfix/dist/record.hpp"

@@ -123,8 +123,15 @@ void run(const Bytes& input) {
 bool read_seeds(const fs::path& path, std::vector<Bytes>& seeds) {
   std::error_code error;
   if (fs::is_directory(path, error)) {
+    // Sorted: the mutations of a seed depend on its place, and a directory's order on its
+    // filesystem.
+    std::vector<fs::path> files;
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
-      if (entry.is_regular_file() && !read_seeds(entry.path(), seeds)) return false;
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      if (!read_seeds(file, seeds)) return false;
     }
     return !error;
   }

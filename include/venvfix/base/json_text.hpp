@@ -2,11 +2,11 @@
 // nlohmann's dump() throws on a string that is not (a file named in Latin-1 inside a venv made a
 // rollback fail as "a bug in venvfix"). Documents read by people and programs (reports, errors,
 // caches) are written with each byte that is not part of valid UTF-8 shown as U+FFFD; what must
-// read back byte for byte (a journal's paths) is encoded first (is_valid_utf8, hex).
+// read back byte for byte (a journal's paths) is encoded first (base/utf8.hpp's is_valid_utf8
+// decides, then hex).
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,9 +16,5 @@ namespace venvfix {
 // the order they were added (the plan document's contract order).
 std::string json_text(const nlohmann::json& document, int indent = -1);
 std::string json_text(const nlohmann::ordered_json& document, int indent = -1);
-
-// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
-// U+10FFFF), as nlohmann's dump() demands of every string.
-bool is_valid_utf8(std::string_view text);
 
 }  // namespace venvfix

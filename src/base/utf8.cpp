@@ -1,9 +1,9 @@
-#include "dist/utf8.hpp"
+#include "venvfix/base/utf8.hpp"
 
 #include <cstdint>
 #include <cstring>
 
-namespace venvfix::dist {
+namespace venvfix {
 
 bool is_valid_utf8(std::string_view text) {
   std::size_t i = 0;
@@ -44,4 +44,4 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
-}  // namespace venvfix::dist
+}  // namespace venvfix
