@@ -69,7 +69,7 @@ median() { python3 -c "import statistics,sys; print(round(statistics.median(map(
 generate() {  # generate ROOT
   local venv=$1 site=$1/lib/python3.12/site-packages
   mkdir -p "$venv/bin" "$site"
-  printf 'home = /usr/bin\nversion = 3.12.3\n' >"$venv/pyvenv.cfg"
+  printf 'home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n' >"$venv/pyvenv.cfg"
   local chunk_mb=64
   [ "$big_mb" -ge $((24 * 64)) ] || chunk_mb=1
   [ -f "$work/chunk" ] || head -c $((chunk_mb << 20)) /dev/urandom >"$work/chunk"

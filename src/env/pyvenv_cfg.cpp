@@ -1,7 +1,11 @@
 // pyvenv.cfg and Python version strings.
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <vector>
 
 #include "venvfix/base/strings.hpp"
+#include "venvfix/base/utf8.hpp"
 #include "venvfix/env/venv.hpp"
 
 namespace venvfix::env {
@@ -13,20 +17,104 @@ std::optional<std::string> PyvenvCfg::get(std::string_view key) const {
   return std::nullopt;
 }
 
+std::optional<std::string> PyvenvCfg::last(std::string_view key) const {
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->first == key) return it->second;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// What Python's str.strip() removes besides ASCII: the non-ASCII characters for which
+// str.isspace() is true (the same set in Python 3.8 to 3.13), in UTF-8.
+constexpr std::array<std::string_view, 19> k_unicode_spaces = {
+    "\u0085", "\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003",
+    "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a",
+    "\u2028", "\u2029", "\u202f", "\u205f", "\u3000"};
+
+bool is_python_ascii_space(char c) {
+  // str.isspace() of ASCII: tab to carriage return, the four separators 0x1c-0x1f, space.
+  return (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f') || c == ' ';
+}
+
+// Python's str.strip() on UTF-8 text.
+std::string_view python_strip(std::string_view text) {
+  for (bool stripped = true; stripped && !text.empty();) {
+    stripped = false;
+    if (is_python_ascii_space(text.front())) {
+      text.remove_prefix(1);
+      stripped = true;
+      continue;
+    }
+    for (std::string_view space : k_unicode_spaces) {
+      if (text.starts_with(space)) {
+        text.remove_prefix(space.size());
+        stripped = true;
+        break;
+      }
+    }
+  }
+  for (bool stripped = true; stripped && !text.empty();) {
+    stripped = false;
+    if (is_python_ascii_space(text.back())) {
+      text.remove_suffix(1);
+      stripped = true;
+      continue;
+    }
+    for (std::string_view space : k_unicode_spaces) {
+      if (text.ends_with(space)) {
+        text.remove_suffix(space.size());
+        stripped = true;
+        break;
+      }
+    }
+  }
+  return text;
+}
+
+// Python's str.lower() as far as it can make an ASCII key: ASCII letters, and the Kelvin sign.
+std::string python_lower_key(std::string_view text) {
+  std::string lowered = to_lower_ascii(text);
+  constexpr std::string_view kelvin = "\u212a";
+  for (std::size_t at = lowered.find(kelvin); at != std::string::npos;
+       at = lowered.find(kelvin, at + 1)) {
+    lowered.replace(at, kelvin.size(), "k");
+  }
+  return lowered;
+}
+
+// The lines of a text file opened by Python in text mode (universal newlines).
+std::vector<std::string_view> universal_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    std::size_t end = text.find_first_of("\r\n");
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(0, end));
+    std::size_t next = end + 1;
+    if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++next;
+    text.remove_prefix(std::min(next, text.size()));
+  }
+  return lines;
+}
+
+}  // namespace
+
 Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view source_name) {
-  if (text.find('\0') != std::string_view::npos) {
-    return make_error(ExitCode::usage, "{} is not a text file (it contains NUL bytes)",
+  if (!is_valid_utf8(text)) {
+    return make_error(ExitCode::usage,
+                      "{} is not UTF-8 text: the venv's interpreter cannot read it either "
+                      "(site.py raises UnicodeDecodeError)",
                       source_name);
   }
   PyvenvCfg cfg;
   // site.py: `for line in f: if '=' in line: key, _, value = line.partition('='); key =
-  // key.strip().lower(); value = value.strip()`. Lines end at \n; a stray \r is whitespace.
-  for (std::string_view line : split(text, '\n')) {
+  // key.strip().lower(); value = value.strip()`; getpath reads `home` the same way.
+  for (std::string_view line : universal_lines(text)) {
     std::size_t equals = line.find('=');
     if (equals == std::string_view::npos) continue;
-    std::string key = to_lower_ascii(trim(line.substr(0, equals)));
-    std::string value(trim(line.substr(equals + 1)));
-    cfg.entries.emplace_back(std::move(key), std::move(value));
+    cfg.entries.emplace_back(python_lower_key(python_strip(line.substr(0, equals))),
+                             std::string(python_strip(line.substr(equals + 1))));
   }
   return cfg;
 }

@@ -136,19 +136,23 @@ Status find_site_packages(Venv& venv) {
 
 // include-system-site-packages = true: the base prefix's site-packages follow the venv's own,
 // as site.py adds them. The base is the prefix holding the standard library of the interpreter
-// in `home` (following its symlinks, as CPython's getpath does).
+// in `home` (following its symlinks, as CPython's getpath does); without a home, getpath starts
+// from the venv's own bin/python3 and follows its symlinks to the base interpreter.
 void add_base_layer(Venv& venv) {
-  if (!venv.include_system_site_packages || venv.home.empty()) return;
-  fs::path home_prefix = detail::normalised_absolute(venv.home).parent_path();
+  if (!venv.include_system_site_packages) return;
+  const fs::path home_prefix =
+      venv.home.empty() ? venv.root : detail::normalised_absolute(venv.home).parent_path();
   fs::path stdlib = detail::find_stdlib(home_prefix, venv.lib_dir_name);
-  venv.base_prefix = stdlib.empty() ? home_prefix : stdlib.parent_path().parent_path();
   if (stdlib.empty()) {
     spdlog::warn(
         "{}: include-system-site-packages is true, but {} holds no lib/{}/os.py: the "
         "base prefix's site-packages are not read",
-        venv.root.string(), home_prefix.string(), venv.lib_dir_name);
+        venv.root.string(), venv.home.empty() ? "bin/python3's target" : home_prefix.string(),
+        venv.lib_dir_name);
+    if (!venv.home.empty()) venv.base_prefix = home_prefix;
     return;
   }
+  venv.base_prefix = stdlib.parent_path().parent_path();
   detail::add_prefix_site_packages(venv, venv.base_prefix, stdlib, Layer::base);
 }
 
@@ -190,10 +194,17 @@ Result<Venv> open_venv_at(const fs::path& given, const OpenOptions& options) {
   VENVFIX_TRY(choose_version(venv, cfg));
   VENVFIX_TRY(find_site_packages(venv));
   venv.site_layers.assign(venv.site_packages.size(), Layer::own);
-  if (auto value = cfg.get("include-system-site-packages")) {
-    venv.include_system_site_packages = to_lower_ascii(*value) == "true";
+  // site.py: the last line wins, and a venv without the line sees the base's site-packages.
+  venv.include_system_site_packages =
+      to_lower_ascii(cfg.last("include-system-site-packages").value_or("true")) == "true";
+  // getpath: the first `home` names the base interpreter's directory.
+  if (auto home = cfg.get("home")) {
+    if (home->find('\0') != std::string::npos) {
+      return make_error(ExitCode::usage, "{}: its home contains a NUL byte",
+                        (venv.root / "pyvenv.cfg").string());
+    }
+    venv.home = fs::path(*home);
   }
-  if (auto home = cfg.get("home")) venv.home = fs::path(*home);
   add_base_layer(venv);
   return venv;
 }

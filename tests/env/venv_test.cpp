@@ -293,5 +293,24 @@ TEST(EnvPyvenvCfg, ParsesAsSitePyDoes) {
   EXPECT_FALSE(cfg->get("noequals"));
 }
 
+// The rules tests/env/pyvenv_cfg_python_test.cpp holds against the real interpreters, here
+// without one: universal newlines, Python's strip() and lower(), first and last entries.
+TEST(EnvPyvenvCfg, ReadsLinesKeysAndValuesAsPythonDoes) {
+  auto cfg = parse_pyvenv_cfg(
+      "home = /a\rHOME = /b\r\nx = 1\fy = 2\n"
+      "pac\u212aage =\u00a0 v \u3000\x1c\n",
+      "cfg");
+  ASSERT_TRUE(cfg) << cfg.error().message;
+  EXPECT_EQ(cfg->get("home"), "/a");
+  EXPECT_EQ(cfg->last("home"), "/b");
+  EXPECT_EQ(cfg->get("x"), "1\fy = 2");
+  EXPECT_EQ(cfg->get("package"), "v");
+  EXPECT_EQ(cfg->entries.size(), 4u);
+  auto latin1 = parse_pyvenv_cfg("home = /opt/caf\xe9\n", "/v/pyvenv.cfg");
+  ASSERT_FALSE(latin1);
+  EXPECT_NE(latin1.error().message.find("/v/pyvenv.cfg is not UTF-8"), std::string::npos)
+      << latin1.error().message;
+}
+
 }  // namespace
 }  // namespace venvfix::env

@@ -163,7 +163,9 @@ inline fs::path minimal_venv(const fs::path& root) {
   }();
   fs::create_directories(root / "lib" / ("python" + version) / "site-packages");
   fs::create_directories(root / "bin");
-  write_text(root / "pyvenv.cfg", "home = /usr/bin\nversion = " + version + ".0\n");
+  write_text(
+      root / "pyvenv.cfg",
+      "home = /usr/bin\ninclude-system-site-packages = false\nversion = " + version + ".0\n");
   return root;
 }
 

@@ -57,7 +57,8 @@ inline const std::string k_site = "lib/python3.12/site-packages";
 // A venv at dir/venv holding a few packages.
 inline env::Venv make_small_venv(const fs::path& dir) {
   fs::path root = dir / "venv";
-  write_text(root / "pyvenv.cfg", "home = /usr/bin\nversion = 3.12.3\n");
+  write_text(root / "pyvenv.cfg",
+             "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.3\n");
   write_text(root / "bin/python3", "#!/bin/sh\n", 0755);
   write_text(root / k_site / "pkg/__init__.py", "x = 1\n");
   write_text(root / k_site / "pkg/lib/libpkg.so.1", std::string(5000, 'a'), 0755);

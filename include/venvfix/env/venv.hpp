@@ -65,15 +65,24 @@ struct Venv {
   bool is_system_site(const fs::path& site) const;
 };
 
-// The key/value pairs of a pyvenv.cfg, parsed as CPython's site.py does: one "key = value" per
-// line, keys trimmed and lowercased, values trimmed; lines without "=" are ignored.
+// The key/value pairs of a pyvenv.cfg, read as CPython reads it: UTF-8 text split into lines at
+// "\n", "\r\n" or "\r" (Python's universal newlines); a line without "=" is ignored; the key is
+// before the first "=", stripped of Python's whitespace (str.strip(), Unicode spaces included)
+// and lowercased (str.lower(): ASCII, and the Kelvin sign U+212A, the one non-ASCII letter whose
+// lowercase is ASCII); the value is stripped the same way. Two parts of CPython read it, and
+// they disagree on a repeated key: getpath takes the first `home` (the base interpreter),
+// site.py the last `include-system-site-packages`. tests/env/pyvenv_cfg_python_test.cpp holds
+// this against every pyenv interpreter.
 struct PyvenvCfg {
   std::vector<std::pair<std::string, std::string>> entries;
-  // The value of the first entry with this (lowercase) key.
+  // The value of the first entry with this (lowercase) key: how getpath reads `home`.
   std::optional<std::string> get(std::string_view key) const;
+  // The value of the last entry with this key: how site.py reads its keys.
+  std::optional<std::string> last(std::string_view key) const;
 };
 
-// Fails (naming `source_name`) only when the text is not UTF-8 or contains NUL bytes.
+// Fails (naming `source_name`) only when the text is not UTF-8: site.py then raises
+// UnicodeDecodeError and the venv's interpreter does not start.
 Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view source_name);
 
 // Parses "3.12.3", "3.11.7.final.0", "3.13.0rc1", "3.12": at least major.minor.
