@@ -130,6 +130,23 @@ UrlParts split_url(std::string_view url) {
   return parts;
 }
 
+namespace {
+// Bytes up to the space, and DEL, as %XX (WHATWG's C0 control set, plus the space).
+std::string percent_encode_controls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte == 0x7f) {
+      out += fmt::format("%{:02X}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 std::string resolve_url(std::string_view base_url, std::string_view reference_url) {
   UrlParts base = split_url(base_url);
   UrlParts reference = split_url(trim(reference_url));
@@ -159,6 +176,11 @@ std::string resolve_url(std::string_view base_url, std::string_view reference_ur
     target.scheme = base.scheme;
   }
   target.fragment = reference.fragment;
+  // As browsers and pip do: a space or control character left inside a link (the reference's
+  // ends are trimmed above) is percent-encoded, so that the URL is one curl accepts, and
+  // resolving it again gives it back unchanged.
+  target.path = percent_encode_controls(target.path);
+  if (target.query) target.query = percent_encode_controls(*target.query);
   return target.to_string();
 }
 

@@ -73,6 +73,21 @@ TEST(IndexUrl, ResolvesIndexLinksKeepingCredentials) {
             "file:///srv/index/simple/torch/torch-2.8.0.whl");
 }
 
+// A link's ends are trimmed; a space or control character inside it is percent-encoded (found by
+// tests/fuzz/index_page_fuzz.cpp: "x.whl #sha256=…" kept a trailing space that a second
+// resolution trimmed, so the HTML and JSON readings of one file differed).
+TEST(IndexUrl, EncodesSpacesAndControlsInsideALink) {
+  const std::string base = "https://index.example/simple/demo/";
+  EXPECT_EQ(resolve_url(base, "  demo 1.0.whl\t#sha256=ab "),
+            "https://index.example/simple/demo/demo%201.0.whl%09#sha256=ab");
+  EXPECT_EQ(resolve_url(base, "demo.whl?a b\x7f"),
+            "https://index.example/simple/demo/demo.whl?a%20b%7F");
+  const std::string resolved = without_fragment(resolve_url(base, "demo-1.0.whl #sha256=ab"));
+  EXPECT_EQ(resolved, "https://index.example/simple/demo/demo-1.0.whl%20");
+  EXPECT_EQ(resolve_url(base, resolved), resolved);
+  EXPECT_EQ(url_file_name(resolved), "demo-1.0.whl ");
+}
+
 TEST(IndexUrl, HandlesUserInfo) {
   const std::string url = "https://user:s3cret@host.example:8443/simple/?x#f";
   EXPECT_EQ(url_user_info(url), "user:s3cret");
