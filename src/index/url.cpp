@@ -176,9 +176,9 @@ std::string resolve_url(std::string_view base_url, std::string_view reference_ur
     target.scheme = base.scheme;
   }
   target.fragment = reference.fragment;
-  // As browsers and pip do: a space or control character left inside a link (the reference's
-  // ends are trimmed above) is percent-encoded, so that the URL is one curl accepts, and
-  // resolving it again gives it back unchanged.
+  // As browsers and pip (_ensure_quoted_url) do: a space or control character left inside a
+  // link (the reference's ends are trimmed above) is percent-encoded, so that resolving the URL
+  // again gives it back unchanged.
   target.path = percent_encode_controls(target.path);
   if (target.query) target.query = percent_encode_controls(*target.query);
   return target.to_string();
