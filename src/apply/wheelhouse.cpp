@@ -12,6 +12,7 @@
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/sha256.hpp"
+#include "venvfix/index/page_parser.hpp"
 #include "venvfix/index/url.hpp"
 
 namespace venvfix::apply {
@@ -67,29 +68,6 @@ Status publish(const fs::path& blob, const fs::path& dest, const std::string& fi
   return synced;
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // Every `*.whl` in `dest` with its sha256: the plan's from the plan, any other (an earlier
 // plan's) hashed now, so that the page stays right whatever else the directory holds.
 Result<std::map<std::string, std::string>> wheels_in(const fs::path& dest,
@@ -121,7 +99,7 @@ Result<std::size_t> write_index_page(const fs::path& dest,
       "<title>wheelhouse</title></head>\n<body>\n";
   for (const auto& [name, sha256] : wheels) {
     page += fmt::format("<a href=\"{}#sha256={}\">{}</a><br>\n", index::percent_encode_path(name),
-                        sha256, html_escape(name));
+                        sha256, index::html_escape(name));
   }
   page += "</body>\n</html>\n";
   VENVFIX_TRY(write_file_atomic(dest / k_index_page, page));

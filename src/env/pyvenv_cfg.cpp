@@ -38,38 +38,27 @@ bool is_python_ascii_space(char c) {
   return (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f') || c == ' ';
 }
 
+// The length of the Python whitespace character `text` starts (or ends) with; 0 when none.
+std::size_t leading_space(std::string_view text) {
+  if (!text.empty() && is_python_ascii_space(text.front())) return 1;
+  for (std::string_view space : k_unicode_spaces) {
+    if (text.starts_with(space)) return space.size();
+  }
+  return 0;
+}
+
+std::size_t trailing_space(std::string_view text) {
+  if (!text.empty() && is_python_ascii_space(text.back())) return 1;
+  for (std::string_view space : k_unicode_spaces) {
+    if (text.ends_with(space)) return space.size();
+  }
+  return 0;
+}
+
 // Python's str.strip() on UTF-8 text.
 std::string_view python_strip(std::string_view text) {
-  for (bool stripped = true; stripped && !text.empty();) {
-    stripped = false;
-    if (is_python_ascii_space(text.front())) {
-      text.remove_prefix(1);
-      stripped = true;
-      continue;
-    }
-    for (std::string_view space : k_unicode_spaces) {
-      if (text.starts_with(space)) {
-        text.remove_prefix(space.size());
-        stripped = true;
-        break;
-      }
-    }
-  }
-  for (bool stripped = true; stripped && !text.empty();) {
-    stripped = false;
-    if (is_python_ascii_space(text.back())) {
-      text.remove_suffix(1);
-      stripped = true;
-      continue;
-    }
-    for (std::string_view space : k_unicode_spaces) {
-      if (text.ends_with(space)) {
-        text.remove_suffix(space.size());
-        stripped = true;
-        break;
-      }
-    }
-  }
+  while (std::size_t n = leading_space(text)) text.remove_prefix(n);
+  while (std::size_t n = trailing_space(text)) text.remove_suffix(n);
   return text;
 }
 

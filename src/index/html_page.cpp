@@ -151,6 +151,29 @@ const std::string* attribute(const Tag& tag, const std::string& name) {
 
 }  // namespace
 
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string html_unescape(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -24,6 +24,7 @@
 
 namespace {
 
+using venvfix::index::html_escape;
 using venvfix::index::IndexFile;
 using venvfix::index::ProjectPage;
 
@@ -44,46 +45,23 @@ void check_file(const IndexFile& file) {
   VENVFIX_FUZZ_CHECK(!file.requires_python || !file.requires_python->empty());
 }
 
-std::string escape_attribute(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // The page as a PEP 503 server writes it.
 std::string as_html(const ProjectPage& page) {
   std::string out = "<!DOCTYPE html>\n<html><body>\n";
   for (const IndexFile& file : page.files) {
     std::string href = file.url;
     if (file.sha256_hex) href += "#sha256=" + *file.sha256_hex;
-    out += "<a href=\"" + escape_attribute(href) + "\"";
+    out += "<a href=\"" + html_escape(href) + "\"";
     if (file.requires_python) {
-      out += " data-requires-python=\"" + escape_attribute(*file.requires_python) + "\"";
+      out += " data-requires-python=\"" + html_escape(*file.requires_python) + "\"";
     }
-    if (file.yanked) out += " data-yanked=\"" + escape_attribute(*file.yanked_reason) + "\"";
+    if (file.yanked) out += " data-yanked=\"" + html_escape(*file.yanked_reason) + "\"";
     if (file.core_metadata_sha256) {
       out += " data-core-metadata=\"sha256=" + *file.core_metadata_sha256 + "\"";
     } else if (file.has_core_metadata) {
       out += " data-core-metadata=\"true\"";
     }
-    out += ">" + escape_attribute(file.filename) + "</a><br/>\n";
+    out += ">" + html_escape(file.filename) + "</a><br/>\n";
   }
   return out + "</body></html>\n";
 }

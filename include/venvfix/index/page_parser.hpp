@@ -41,5 +41,7 @@ Result<ProjectPage> parse_page(std::string_view body, std::string_view content_t
 
 // HTML character references in attribute values: &amp; &lt; &gt; &quot; &apos; &#NN; &#xHH;.
 std::string html_unescape(std::string_view text);
+// The inverse for text and double-quoted attribute values: & < > " as references.
+std::string html_escape(std::string_view text);
 
 }  // namespace venvfix::index
