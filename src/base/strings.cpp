@@ -22,6 +22,22 @@ std::size_t find_first_of_few(std::string_view text, std::string_view set, std::
   return std::string_view::npos;
 }
 
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = find_first_of_few(text, "\r\n", start);
+    if (end == std::string_view::npos) {
+      lines.push_back(text.substr(start));
+      break;
+    }
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+    if (text[end] == '\r' && start < text.size() && text[start] == '\n') ++start;
+  }
+  return lines;
+}
+
 std::size_t count_of(std::string_view text, char c) {
   std::size_t count = 0;
   const char* at = text.data();

@@ -13,23 +13,6 @@ struct Header {
   std::string value;  // unfolded and trimmed
 };
 
-// Splits at "\n", "\r\n" or a lone "\r" (email.feedparser's NLCRE).
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = find_first_of_few(text, "\r\n", start);
-    if (end == std::string_view::npos) {
-      lines.push_back(text.substr(start));
-      break;
-    }
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-    if (text[end] == '\r' && start < text.size() && text[start] == '\n') ++start;
-  }
-  return lines;
-}
-
 // email.feedparser's headerRE: printable ASCII except ":" up to a ":".
 bool is_header_name(std::string_view name) {
   if (name.empty()) return false;

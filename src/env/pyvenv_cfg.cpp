@@ -1,8 +1,6 @@
 // pyvenv.cfg and Python version strings.
-#include <algorithm>
 #include <array>
 #include <charconv>
-#include <vector>
 
 #include "venvfix/base/strings.hpp"
 #include "venvfix/base/utf8.hpp"
@@ -64,27 +62,7 @@ std::string_view python_strip(std::string_view text) {
 
 // Python's str.lower() as far as it can make an ASCII key: ASCII letters, and the Kelvin sign.
 std::string python_lower_key(std::string_view text) {
-  std::string lowered = to_lower_ascii(text);
-  constexpr std::string_view kelvin = "\u212a";
-  for (std::size_t at = lowered.find(kelvin); at != std::string::npos;
-       at = lowered.find(kelvin, at + 1)) {
-    lowered.replace(at, kelvin.size(), "k");
-  }
-  return lowered;
-}
-
-// The lines of a text file opened by Python in text mode (universal newlines).
-std::vector<std::string_view> universal_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    std::size_t end = text.find_first_of("\r\n");
-    if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(0, end));
-    std::size_t next = end + 1;
-    if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++next;
-    text.remove_prefix(std::min(next, text.size()));
-  }
-  return lines;
+  return replace_all(to_lower_ascii(text), "\u212a", "k");
 }
 
 }  // namespace
@@ -99,7 +77,7 @@ Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view sourc
   PyvenvCfg cfg;
   // site.py: `for line in f: if '=' in line: key, _, value = line.partition('='); key =
   // key.strip().lower(); value = value.strip()`; getpath reads `home` the same way.
-  for (std::string_view line : universal_lines(text)) {
+  for (std::string_view line : split_lines(text)) {
     std::size_t equals = line.find('=');
     if (equals == std::string_view::npos) continue;
     cfg.entries.emplace_back(python_lower_key(python_strip(line.substr(0, equals))),

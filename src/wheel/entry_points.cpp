@@ -59,21 +59,6 @@ void put(std::vector<std::pair<std::string, std::string>>& group, std::string_vi
   group.emplace_back(std::string(name), std::string(value));
 }
 
-std::vector<std::string_view> lines_of(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find_first_of("\r\n", start);
-    if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    if (end < text.size() && text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n') {
-      ++end;
-    }
-    start = end + 1;
-  }
-  return lines;
-}
-
 bool full_match(std::string_view text, std::string_view prefix, std::string_view suffix_re) {
   // `prefix(\d+(\.\d+)?)?$` for pip, `prefix(-\d+\.\d+)?$` for easy_install.
   if (text.substr(0, prefix.size()) != prefix) return false;
@@ -106,7 +91,7 @@ Result<EntryPointGroups> parse_entry_points(std::string_view text, std::string_v
   std::vector<std::pair<std::string, std::string>> gui;
   std::optional<std::string> section;
   std::size_t line_number = 0;
-  for (std::string_view raw : lines_of(text)) {
+  for (std::string_view raw : split_lines(text)) {
     ++line_number;
     std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#') continue;

@@ -77,6 +77,9 @@ std::vector<Page> pages() {
            "<a href='/abs/demo-4.0-py3-none-any.whl' data-requires-python='&gt;=3.9'>single</a>\n"
            "<a href=\"demo%2Bx-1.0.tar.gz\">escaped plus</a>\n"
            "<a href=\"demo 5.0-py3-none-any.whl\">a space</a>\n"
+           "<a href=\"demo-5.1-py3-none-any.whl #sha256=" +
+           h +
+           "\">a space before '#'</a>\n"
            "<a href=\"caf\xc3\xa9-1.0-py3-none-any.whl\">UTF-8</a>\n"
            "<a href=\"get?name=demo&amp;v=6.0#sha256=" +
            h +

@@ -11,6 +11,10 @@ namespace venvfix {
 
 std::string_view trim(std::string_view text);
 std::vector<std::string_view> split(std::string_view text, char separator);
+// The lines of `text`, ended by "\n", "\r\n" or a lone "\r": Python's universal newlines (a text
+// file opened by Python: pyvenv.cfg, entry_points.txt) and email.feedparser's NLCRE (METADATA). A
+// final line break ends the last line; it does not start an empty one.
+std::vector<std::string_view> split_lines(std::string_view text);
 std::string to_lower_ascii(std::string_view text);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 // A size for people: "512 B", "300.0 KiB", "1.2 GiB" (binary units).
