@@ -46,6 +46,12 @@ void add_prefix_site_packages(Venv& env, const fs::path& prefix, const fs::path&
 // pythonX.Y) symlink leads to. Empty when neither exists.
 fs::path find_stdlib(const fs::path& prefix, const std::string& lib_dir_name);
 
+// Where CPython's getpath looks for the standard library from pyvenv.cfg's `home`: `home` itself,
+// then each directory above it (cut at the last '/', as its dirname() and reduce() cut, so blanks
+// and dot segments stay), until one holds lib/<lib_dir_name>/os.py; "/" is never tried. The
+// prefix found (relative to the working directory when `home` is relative), or empty.
+fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_name);
+
 // Opens a directory without pyvenv.cfg as a Python prefix.
 Result<Venv> open_prefix_at(const fs::path& root, const OpenOptions& options);
 

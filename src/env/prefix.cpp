@@ -127,6 +127,16 @@ fs::path find_stdlib(const fs::path& prefix, const std::string& lib_dir_name) {
   return {};
 }
 
+fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_name) {
+  std::string dir(home);
+  while (!dir.empty()) {
+    if (is_regular(fs::path(dir) / "lib" / lib_dir_name / "os.py")) return dir;
+    const std::size_t slash = dir.rfind('/');
+    dir.resize(slash == std::string::npos ? 0 : slash);
+  }
+  return {};
+}
+
 void add_prefix_site_packages(Venv& env, const fs::path& prefix, const fs::path& stdlib,
                               Layer layer) {
   const bool debian = is_debian_site(stdlib);

@@ -75,8 +75,9 @@ Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view sourc
                       source_name);
   }
   PyvenvCfg cfg;
+  cfg.text = std::string(text);
   // site.py: `for line in f: if '=' in line: key, _, value = line.partition('='); key =
-  // key.strip().lower(); value = value.strip()`; getpath reads `home` the same way.
+  // key.strip().lower(); value = value.strip()`.
   for (std::string_view line : split_lines(text)) {
     std::size_t equals = line.find('=');
     if (equals == std::string_view::npos) continue;
@@ -84,6 +85,67 @@ Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view sourc
                              std::string(python_strip(line.substr(equals + 1))));
   }
   return cfg;
+}
+
+namespace {
+
+// C's wcstok on one line: skips `delimiters`, returns the token up to the next one and moves
+// `rest` past that delimiter; nullopt when nothing but delimiters is left.
+std::optional<std::string_view> c_token(std::string_view& rest, std::string_view delimiters) {
+  const std::size_t start = rest.find_first_not_of(delimiters);
+  if (start == std::string_view::npos) {
+    rest = {};
+    return std::nullopt;
+  }
+  rest.remove_prefix(start);
+  const std::size_t end = rest.find_first_of(delimiters);
+  const std::string_view token = rest.substr(0, end);
+  rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
+  return token;
+}
+
+// getpath.c reads lines with fgets(buffer, MAXPATHLEN * 2, file): at most 8191 bytes, "\n"
+// included.
+constexpr std::size_t k_getpath_c_line_bytes = 2 * 4096 - 1;
+
+std::optional<std::string> home_of_getpath_c(std::string_view text) {
+  while (!text.empty()) {
+    const std::size_t newline = text.find('\n');
+    // A line fgets cannot end in "\n" stops the scan; so does a NUL, where strlen ends the line.
+    if (newline == std::string_view::npos || newline + 1 > k_getpath_c_line_bytes) break;
+    std::string_view line = text.substr(0, newline + 1);
+    text.remove_prefix(newline + 1);
+    if (line.find('\0') != std::string_view::npos) break;
+    if (line.front() == '#') continue;
+    // UTF-8 never puts an ASCII byte inside a character: tokens of bytes are tokens of wchar_t.
+    auto key = c_token(line, " \t\r\n");
+    if (!key || *key != "home") continue;
+    auto equals = c_token(line, " \t");
+    if (!equals || *equals != "=") continue;
+    if (auto value = c_token(line, "\r\n")) return std::string(*value);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> home_of_getpath_py(std::string_view text) {
+  text = text.substr(0, text.find('\0'));  // readlines() splits with wcschr, which stops there
+  while (!text.empty()) {
+    const std::size_t newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    const std::size_t equals = line.find('=');
+    if (equals == std::string_view::npos) continue;
+    if (python_lower_key(python_strip(line.substr(0, equals))) == "home") {
+      return std::string(python_strip(line.substr(equals + 1)));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> getpath_home(std::string_view text, HomeReader reader) {
+  return reader == HomeReader::getpath_c ? home_of_getpath_c(text) : home_of_getpath_py(text);
 }
 
 namespace {

@@ -134,26 +134,62 @@ Status find_site_packages(Venv& venv) {
   return ok();
 }
 
-// include-system-site-packages = true: the base prefix's site-packages follow the venv's own,
-// as site.py adds them. The base is the prefix holding the standard library of the interpreter
-// in `home` (following its symlinks, as CPython's getpath does); without a home, getpath starts
-// from the venv's own bin/python3 and follows its symlinks to the base interpreter.
+// include-system-site-packages = true: the base prefix's site-packages follow the venv's own, as
+// site.py adds them. getpath finds the base by searching up from `home`; without a home, or when
+// that search finds no standard library, the interpreter falls back to the prefix it was built
+// for, which for a venv of symlinks is where bin/python3 leads. (A venv of copies whose home
+// leads nowhere runs on that built-in prefix, which venvfix cannot read: it warns.)
 void add_base_layer(Venv& venv) {
   if (!venv.include_system_site_packages) return;
-  const fs::path home_prefix =
-      venv.home.empty() ? venv.root : detail::normalised_absolute(venv.home).parent_path();
-  fs::path stdlib = detail::find_stdlib(home_prefix, venv.lib_dir_name);
+  fs::path stdlib;
+  if (!venv.home.empty()) {
+    const fs::path prefix = detail::search_up_for_prefix(venv.home.native(), venv.lib_dir_name);
+    if (!prefix.empty()) stdlib = detail::normalised_absolute(prefix) / "lib" / venv.lib_dir_name;
+  }
+  if (stdlib.empty()) stdlib = detail::find_stdlib(venv.root, venv.lib_dir_name);
   if (stdlib.empty()) {
     spdlog::warn(
-        "{}: include-system-site-packages is true, but {} holds no lib/{}/os.py: the "
-        "base prefix's site-packages are not read",
-        venv.root.string(), venv.home.empty() ? "bin/python3's target" : home_prefix.string(),
-        venv.lib_dir_name);
-    if (!venv.home.empty()) venv.base_prefix = home_prefix;
+        "{}: include-system-site-packages is true, but neither its home ({}) nor bin/python3's "
+        "target leads to a lib/{}/os.py: the base prefix's site-packages are not read",
+        venv.root.string(), venv.home.empty() ? "none" : venv.home.string(), venv.lib_dir_name);
     return;
   }
   venv.base_prefix = stdlib.parent_path().parent_path();
   detail::add_prefix_site_packages(venv, venv.base_prefix, stdlib, Layer::base);
+}
+
+// The venv's interpreter as its user runs it: bin/python3, bin/python or bin/pythonX.Y, the first
+// that exists.
+std::optional<struct stat> interpreter_lstat(const Venv& venv) {
+  for (const std::string& name :
+       {std::string("python3"), std::string("python"), venv.lib_dir_name}) {
+    struct stat st {};
+    if (::lstat((venv.root / "bin" / name).c_str(), &st) == 0) return st;
+  }
+  return std::nullopt;
+}
+
+// The `home` the venv's getpath reads. CPython 3.8-3.10 follow a symlinked interpreter to the
+// base before they look for pyvenv.cfg, so they read no home from a venv of symlinks; 3.11 and
+// later read it always, and refuse to start on a pyvenv.cfg of 32 KiB or more.
+Status read_home(Venv& venv, const PyvenvCfg& cfg) {
+  const bool cpython = venv.implementation == "cpython";
+  const bool before_3_11 =
+      venv.python.major < 3 || (venv.python.major == 3 && venv.python.minor < 11);
+  if (cpython && !before_3_11 && cfg.text.size() >= k_getpath_max_cfg_bytes) {
+    return make_error(ExitCode::usage,
+                      "{} is {} bytes: Python {}.{} refuses to start with a pyvenv.cfg of 32 KiB "
+                      "or more",
+                      (venv.root / "pyvenv.cfg").string(), cfg.text.size(), venv.python.major,
+                      venv.python.minor);
+  }
+  if (cpython && before_3_11) {
+    const auto interpreter = interpreter_lstat(venv);
+    if (interpreter && S_ISLNK(interpreter->st_mode)) return ok();
+  }
+  const HomeReader reader = cpython && before_3_11 ? HomeReader::getpath_c : HomeReader::getpath_py;
+  if (auto home = getpath_home(cfg.text, reader)) venv.home = fs::path(*home);
+  return ok();
 }
 
 // The Python version and lib/pythonX.Y directory of a venv, from pyvenv.cfg or the layout.
@@ -197,14 +233,7 @@ Result<Venv> open_venv_at(const fs::path& given, const OpenOptions& options) {
   // site.py: the last line wins, and a venv without the line sees the base's site-packages.
   venv.include_system_site_packages =
       to_lower_ascii(cfg.last("include-system-site-packages").value_or("true")) == "true";
-  // getpath: the first `home` names the base interpreter's directory.
-  if (auto home = cfg.get("home")) {
-    if (home->find('\0') != std::string::npos) {
-      return make_error(ExitCode::usage, "{}: its home contains a NUL byte",
-                        (venv.root / "pyvenv.cfg").string());
-    }
-    venv.home = fs::path(*home);
-  }
+  VENVFIX_TRY(read_home(venv, cfg));
   add_base_layer(venv);
   return venv;
 }

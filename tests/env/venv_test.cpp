@@ -295,6 +295,35 @@ TEST(EnvPyvenvCfg, ParsesAsSitePyDoes) {
 
 // The rules tests/env/pyvenv_cfg_python_test.cpp holds against the real interpreters, here
 // without one: universal newlines, Python's strip() and lower(), first and last entries.
+// getpath's two readings of `home`, as tests/env/pyvenv_cfg_python_test.cpp found them in the
+// real interpreters: 3.8-3.10's C tokens, 3.11+'s partition and strip().
+TEST(EnvPyvenvCfg, ReadsHomeAsEachGetpathDoes) {
+  using enum HomeReader;
+  EXPECT_EQ(getpath_home("home = /a\n", getpath_c), "/a");
+  EXPECT_EQ(getpath_home("home = /a\n", getpath_py), "/a");
+  EXPECT_EQ(getpath_home("home=/a\nhome = /b\n", getpath_c), "/b");
+  EXPECT_EQ(getpath_home("home=/a\nhome = /b\n", getpath_py), "/a");
+  EXPECT_EQ(getpath_home("HOME = /a\n", getpath_c), std::nullopt);
+  EXPECT_EQ(getpath_home("HOME = /a\n", getpath_py), "/a");
+  EXPECT_EQ(getpath_home("home\t=\t/a  \r\n", getpath_c), "/a  ");
+  EXPECT_EQ(getpath_home("home\t=\t/a  \r\n", getpath_py), "/a");
+  EXPECT_EQ(getpath_home("home =  /a\n", getpath_c), " /a");
+  EXPECT_EQ(getpath_home("home = /a", getpath_c), std::nullopt);  // no line end: the scan stops
+  EXPECT_EQ(getpath_home("home = /a", getpath_py), "/a");
+  EXPECT_EQ(getpath_home("#home = /a\nhome = /b\n", getpath_c), "/b");
+  EXPECT_EQ(getpath_home("home = /a\rhome = /b\n", getpath_c), "/a");
+  EXPECT_EQ(getpath_home("home = /a\rhome = /b\n", getpath_py), "/a\rhome = /b");
+  EXPECT_EQ(getpath_home(std::string("x\0\nhome = /a\n", 13), getpath_c), std::nullopt);
+  EXPECT_EQ(getpath_home(std::string("x\0\nhome = /a\n", 13), getpath_py), std::nullopt);
+  EXPECT_EQ(getpath_home(std::string("home = /a\0x\n", 12), getpath_py), "/a");
+  EXPECT_EQ(getpath_home("#" + std::string(8190, 'x') + "\nhome = /a\n", getpath_c), std::nullopt);
+  EXPECT_EQ(getpath_home("#" + std::string(8189, 'x') + "\nhome = /a\n", getpath_c), "/a");
+  EXPECT_EQ(getpath_home("\ufeffhome = /a\n", getpath_c), std::nullopt);
+  EXPECT_EQ(getpath_home("\ufeffhome = /a\n", getpath_py), std::nullopt);
+  EXPECT_EQ(getpath_home("home =\n", getpath_c), std::nullopt);
+  EXPECT_EQ(getpath_home("home =\n", getpath_py), "");
+}
+
 TEST(EnvPyvenvCfg, ReadsLinesKeysAndValuesAsPythonDoes) {
   auto cfg = parse_pyvenv_cfg(
       "home = /a\rHOME = /b\r\nx = 1\fy = 2\n"

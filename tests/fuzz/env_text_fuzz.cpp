@@ -41,6 +41,22 @@ std::size_t lines_with_equals(std::string_view text) {
   return count;
 }
 
+// getpath's `home` is one line's part: no line end or NUL in it; the C reading keeps no CR, and
+// the getpath.py reading is the first entry named home when the text has no NUL and no lone CR.
+void check_getpath_home(std::string_view text) {
+  using venvfix::env::HomeReader;
+  const auto c_home = venvfix::env::getpath_home(text, HomeReader::getpath_c);
+  const auto py_home = venvfix::env::getpath_home(text, HomeReader::getpath_py);
+  if (c_home)
+    VENVFIX_FUZZ_CHECK(c_home->find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos);
+  if (py_home)
+    VENVFIX_FUZZ_CHECK(py_home->find_first_of(std::string_view("\n\0", 2)) == std::string::npos);
+  if (text.find('\0') != std::string_view::npos || text.find('\r') != std::string_view::npos)
+    return;
+  auto cfg = venvfix::env::parse_pyvenv_cfg(text, "pyvenv.cfg");
+  if (cfg) VENVFIX_FUZZ_CHECK(py_home == cfg->get("home"));
+}
+
 void check_pyvenv_cfg(std::string_view text) {
   auto cfg = venvfix::env::parse_pyvenv_cfg(text, "pyvenv.cfg");
   VENVFIX_FUZZ_CHECK(cfg.has_value() == venvfix::is_valid_utf8(text));
@@ -58,6 +74,7 @@ void check_pyvenv_cfg(std::string_view text) {
   }
   auto again = venvfix::env::parse_pyvenv_cfg(written, "pyvenv.cfg");
   VENVFIX_FUZZ_CHECK(again && again->entries == cfg->entries);
+  check_getpath_home(text);
 }
 
 void check_python_version(std::string_view text) {

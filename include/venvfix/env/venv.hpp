@@ -4,6 +4,7 @@
 // for another machine, must still be diagnosed.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -52,8 +53,11 @@ struct Venv {
   fs::path purelib;  // where pip puts pure-Python wheels (lib/pythonX.Y/site-packages)
   fs::path platlib;  // lib64/... when it is a distinct existing directory, else purelib
   bool include_system_site_packages = false;
-  fs::path home;         // pyvenv.cfg's "home" (the base interpreter's bin directory); may be empty
-  fs::path base_prefix;  // with include-system-site-packages: the prefix above `home`
+  // pyvenv.cfg's "home" (the base interpreter's directory) as the venv's getpath reads it; empty
+  // where it reads none (getpath_home below).
+  fs::path home;
+  // With include-system-site-packages: the base interpreter's prefix, found as getpath finds it.
+  fs::path base_prefix;
   // The directory name under lib/ ("python3.12", "python3.13t", "pypy3.10").
   std::string lib_dir_name;
   // Where locks, journals, snapshots and the hash cache live when not <root>/.venvfix (a prefix
@@ -65,17 +69,18 @@ struct Venv {
   bool is_system_site(const fs::path& site) const;
 };
 
-// The key/value pairs of a pyvenv.cfg, read as CPython reads it: UTF-8 text split into lines at
+// The key/value pairs of a pyvenv.cfg, read as site.py reads it: UTF-8 text split into lines at
 // "\n", "\r\n" or "\r" (Python's universal newlines); a line without "=" is ignored; the key is
 // before the first "=", stripped of Python's whitespace (str.strip(), Unicode spaces included)
 // and lowercased (str.lower(): ASCII, and the Kelvin sign U+212A, the one non-ASCII letter whose
-// lowercase is ASCII); the value is stripped the same way. Two parts of CPython read it, and
-// they disagree on a repeated key: getpath takes the first `home` (the base interpreter),
-// site.py the last `include-system-site-packages`. tests/env/pyvenv_cfg_python_test.cpp holds
-// this against every pyenv interpreter.
+// lowercase is ASCII); the value is stripped the same way. site.py takes the last of a repeated
+// `include-system-site-packages`. `home` is read by getpath instead, its own way (getpath_home).
+// tests/env/pyvenv_cfg_python_test.cpp holds both against every pyenv interpreter.
 struct PyvenvCfg {
   std::vector<std::pair<std::string, std::string>> entries;
-  // The value of the first entry with this (lowercase) key: how getpath reads `home`.
+  std::string text;  // the file as read, for getpath_home
+  // The value of the first entry with this (lowercase) key (`version`, `implementation`: keys
+  // only the tools that write the file read).
   std::optional<std::string> get(std::string_view key) const;
   // The value of the last entry with this key: how site.py reads its keys.
   std::optional<std::string> last(std::string_view key) const;
@@ -84,6 +89,25 @@ struct PyvenvCfg {
 // Fails (naming `source_name`) only when the text is not UTF-8: site.py then raises
 // UnicodeDecodeError and the venv's interpreter does not start.
 Result<PyvenvCfg> parse_pyvenv_cfg(std::string_view text, std::string_view source_name);
+
+// How CPython's getpath reads `home` from pyvenv.cfg, each version its own way, and neither the
+// way site.py reads the other keys (tests/env/pyvenv_cfg_python_test.cpp holds both against
+// every pyenv interpreter, symlinked and copied venvs).
+enum class HomeReader {
+  // Python 3.8-3.10 (getpath.c's _Py_FindEnvConfigValue): lines end at "\n" only, and one
+  // without it (the last, one over 8 KiB, one with a NUL) ends the scan; a line starting with
+  // '#' is skipped; the first whitespace-separated word must be exactly `home`, the next exactly
+  // "=", and the value is the rest of the line up to a CR, blanks kept. The first such line wins.
+  getpath_c,
+  // Python 3.11 and later (getpath.py): the text up to its first NUL, lines split at "\n"; the
+  // first line whose part before '=' is `home` after strip().lower() gives its value.strip().
+  getpath_py,
+};
+std::optional<std::string> getpath_home(std::string_view text, HomeReader reader);
+
+// Python 3.11 and later refuse to start with a pyvenv.cfg of this size or more (getpath's
+// readlines: "cannot read file larger than 32KB during initialization").
+inline constexpr std::size_t k_getpath_max_cfg_bytes = std::size_t{32} * 1024;
 
 // Parses "3.12.3", "3.11.7.final.0", "3.13.0rc1", "3.12": at least major.minor.
 std::optional<PythonVersion> parse_python_version(std::string_view text);
