@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "venvfix/base/strings.hpp"
+
 namespace venvfix::dist {
 
 namespace {
@@ -195,6 +197,16 @@ void for_each_csv_row(std::string_view text, const RowCallback& on_row) {
     start = end;
   }
   parser.finish();
+}
+
+std::string csv_quote(std::string_view field) {
+  if (find_first_of_few(field, ",\"\r\n") == std::string_view::npos) return std::string(field);
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace venvfix::dist

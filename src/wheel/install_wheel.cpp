@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "venvfix/base/strings.hpp"
+#include "venvfix/dist/csv.hpp"
 #include "venvfix/wheel/arriving_wheel.hpp"
 #include "venvfix/wheel/unpacked_cache.hpp"
 #include "venvfix/wheel/wheel.hpp"
@@ -72,16 +73,6 @@ struct Placement {
   std::string rel;      // destination relative to the venv root
   bool script = false;  // from .data/scripts: `#!python` is rewritten
 };
-
-std::string csv_field(std::string_view field) {
-  if (find_first_of_few(field, ",\"\r\n") == std::string_view::npos) return std::string(field);
-  std::string out = "\"";
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 struct Row {
   std::string path, hash, size;
@@ -517,7 +508,8 @@ class Installer {
     std::sort(rows.begin(), rows.end());
     std::string out;
     for (const Row& row : rows) {
-      out += csv_field(row.path) + "," + csv_field(row.hash) + "," + csv_field(row.size) + "\r\n";
+      out += dist::csv_quote(row.path) + "," + dist::csv_quote(row.hash) + "," +
+             dist::csv_quote(row.size) + "\r\n";
     }
     return out;
   }

@@ -106,6 +106,35 @@ TEST(DistCsv, AgreesWithPythonOnRandomRows) {
   cross_check_with_python(texts);
 }
 
+// csv_quote against Python's csv.writer (the writer pip writes RECORD with): each field in a row
+// beside a plain one, since Python quotes a row of one empty field on its own.
+TEST(DistCsv, QuotesFieldsAsPythonsWriterDoes) {
+  const std::vector<std::string> fields = {"",          "a",    "a,b",    "say \"hi\"", "\"",
+                                           "a\rb",      "a\nb", "a\r\nb", " lead",      "trail ",
+                                           "päth/ü.py", "=",    "'"};
+  auto dir = TempDir::create("venvfix-csv-");
+  ASSERT_TRUE(dir);
+  test_support::write_text(dir->path() / "in.json", nlohmann::json(fields).dump());
+  test_support::write_text(dir->path() / "write.py", R"(
+import csv, io, json, sys
+out = []
+for field in json.load(open(sys.argv[1], encoding="utf-8")):
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer).writerow([field, "x"])
+    out.append(buffer.getvalue())
+print(json.dumps(out))
+)");
+  auto out = test_support::run_command("python3 " + (dir->path() / "write.py").string() + " " +
+                                       (dir->path() / "in.json").string());
+  ASSERT_EQ(out.status, 0);
+  const auto expected = nlohmann::json::parse(out.out).get<std::vector<std::string>>();
+  ASSERT_EQ(expected.size(), fields.size());
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    EXPECT_EQ(csv_quote(fields[i]) + ",x\r\n", expected[i]) << nlohmann::json(fields[i]).dump();
+    EXPECT_EQ(fields_of(csv_quote(fields[i]) + ",x\r\n"), (Rows{{fields[i], "x"}}));
+  }
+}
+
 const std::string k_sha_abc = "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0";
 
 TEST(DistRecord, ParsesAWheelRecord) {

@@ -22,17 +22,6 @@ namespace {
 
 using venvfix::dist::RecordEntry;
 
-// Python's csv writer with QUOTE_MINIMAL (what pip writes).
-std::string csv_field(std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
-  std::string out = "\"";
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string hash_field(const RecordEntry& entry) {
   if (entry.hash_algorithm.empty()) return {};
   if (entry.sha256) return "sha256=" + venvfix::to_base64url_nopad(*entry.sha256);
@@ -42,7 +31,8 @@ std::string hash_field(const RecordEntry& entry) {
 std::string written_back(const std::vector<RecordEntry>& entries) {
   std::string out;
   for (const RecordEntry& entry : entries) {
-    out += csv_field(entry.path) + "," + csv_field(hash_field(entry)) + "," +
+    out += venvfix::dist::csv_quote(entry.path) + "," +
+           venvfix::dist::csv_quote(hash_field(entry)) + "," +
            (entry.size ? std::to_string(*entry.size) : "") + "\r\n";
   }
   return out;

@@ -30,4 +30,8 @@ void for_each_csv_row(
     const std::function<void(std::size_t line, const std::vector<std::string>& fields,
                              bool unterminated_quote)>& on_row);
 
+// One field as Python's csv.writer writes it in the same dialect (QUOTE_MINIMAL: what pip writes
+// RECORD with): quoted when it holds a comma, a quote, CR or LF, each quote doubled.
+std::string csv_quote(std::string_view field);
+
 }  // namespace venvfix::dist
