@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -40,6 +41,10 @@ int lib_dir_rank(const LibDir& dir);
 // Adds nothing when none exists; the caller decides whether that is an error.
 void add_prefix_site_packages(Venv& env, const fs::path& prefix, const fs::path& stdlib,
                               Layer layer);
+
+// The names a prefix's or venv's interpreter goes by under bin/, in the order venvfix tries them:
+// python3, python, then <lib_dir_name> ("python3.12").
+std::array<std::string, 3> interpreter_names(const std::string& lib_dir_name);
 
 // The standard library directory (lib/<lib_dir_name>, holding os.py) of the interpreter that
 // owns `prefix`: the prefix's own, else that of the real file its bin/python3 (python,

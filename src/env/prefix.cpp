@@ -115,9 +115,13 @@ Result<LibDir> choose_prefix_lib_dir(const fs::path& root) {
 
 }  // namespace
 
+std::array<std::string, 3> interpreter_names(const std::string& lib_dir_name) {
+  return {"python3", "python", lib_dir_name};
+}
+
 fs::path find_stdlib(const fs::path& prefix, const std::string& lib_dir_name) {
   if (is_regular(prefix / "lib" / lib_dir_name / "os.py")) return prefix / "lib" / lib_dir_name;
-  for (const std::string& name : {std::string("python3"), std::string("python"), lib_dir_name}) {
+  for (const std::string& name : interpreter_names(lib_dir_name)) {
     std::error_code ec;
     fs::path real = fs::canonical(prefix / "bin" / name, ec);
     if (ec) continue;

@@ -1,6 +1,7 @@
 // pyvenv.cfg and Python version strings.
 #include <array>
 #include <charconv>
+#include <vector>
 
 #include "venvfix/base/strings.hpp"
 #include "venvfix/base/utf8.hpp"
@@ -109,30 +110,28 @@ std::optional<std::string_view> c_token(std::string_view& rest, std::string_view
 constexpr std::size_t k_getpath_c_line_bytes = 2 * 4096 - 1;
 
 std::optional<std::string> home_of_getpath_c(std::string_view text) {
-  while (!text.empty()) {
-    const std::size_t newline = text.find('\n');
-    // A line fgets cannot end in "\n" stops the scan; so does a NUL, where strlen ends the line.
-    if (newline == std::string_view::npos || newline + 1 > k_getpath_c_line_bytes) break;
-    std::string_view line = text.substr(0, newline + 1);
-    text.remove_prefix(newline + 1);
-    if (line.find('\0') != std::string_view::npos) break;
-    if (line.front() == '#') continue;
+  const std::vector<std::string_view> lines = split(text, '\n');
+  // The last piece has no "\n" after it: fgets cannot end it, and the scan stops before it; so
+  // does a line too long for fgets's buffer or one holding a NUL (strlen ends it early).
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    if (line.size() + 1 > k_getpath_c_line_bytes || line.find('\0') != std::string_view::npos) {
+      break;
+    }
+    if (line.starts_with('#')) continue;
     // UTF-8 never puts an ASCII byte inside a character: tokens of bytes are tokens of wchar_t.
-    auto key = c_token(line, " \t\r\n");
+    auto key = c_token(line, " \t\r");
     if (!key || *key != "home") continue;
     auto equals = c_token(line, " \t");
     if (!equals || *equals != "=") continue;
-    if (auto value = c_token(line, "\r\n")) return std::string(*value);
+    if (auto value = c_token(line, "\r")) return std::string(*value);
   }
   return std::nullopt;
 }
 
 std::optional<std::string> home_of_getpath_py(std::string_view text) {
-  text = text.substr(0, text.find('\0'));  // readlines() splits with wcschr, which stops there
-  while (!text.empty()) {
-    const std::size_t newline = text.find('\n');
-    const std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+  // readlines() splits with wcschr, which stops at the first NUL.
+  for (std::string_view line : split(text.substr(0, text.find('\0')), '\n')) {
     const std::size_t equals = line.find('=');
     if (equals == std::string_view::npos) continue;
     if (python_lower_key(python_strip(line.substr(0, equals))) == "home") {

@@ -158,11 +158,9 @@ void add_base_layer(Venv& venv) {
   detail::add_prefix_site_packages(venv, venv.base_prefix, stdlib, Layer::base);
 }
 
-// The venv's interpreter as its user runs it: bin/python3, bin/python or bin/pythonX.Y, the first
-// that exists.
+// The venv's interpreter as its user runs it: the first of detail::interpreter_names that exists.
 std::optional<struct stat> interpreter_lstat(const Venv& venv) {
-  for (const std::string& name :
-       {std::string("python3"), std::string("python"), venv.lib_dir_name}) {
+  for (const std::string& name : detail::interpreter_names(venv.lib_dir_name)) {
     struct stat st {};
     if (::lstat((venv.root / "bin" / name).c_str(), &st) == 0) return st;
   }
