@@ -65,14 +65,16 @@ LocalHeader parse_local(const std::array<std::byte, k_local_size>& raw) {
 }  // namespace
 
 struct ArrivingWheel::State {
-  State(fs::path d, std::uint64_t expected, const ReadLimits& l)
-      : dir(std::move(d)), expected_size(expected), limits(l) {}
+  State(fs::path d, std::uint64_t expected, const ReadLimits& l, SyncAhead::SyncFunction s)
+      : dir(std::move(d)), expected_size(expected), limits(l), sync(std::move(s)) {}
 
   // One member's bytes on their way out (hashed, checked, written), with writeback started
-  // every k_writeback_step bytes: the transaction makes the files durable before its journal
-  // names them, and started here, that writeback overlaps the download instead of following it.
+  // every k_writeback_step bytes and the bytes so far handed to `ahead` to be synced: the
+  // transaction makes the files durable before its journal names them, and started here, the
+  // writeback and the disk's cache flushes overlap the download instead of following it.
   struct Output {
-    Output(int file, const std::string& what) : sink(sha, file, what) {}
+    Output(int file, const std::string& what, SyncAhead* sync_ahead)
+        : sink(sha, file, what), ahead(sync_ahead), path(what) {}
     Status consume(std::span<const std::byte> data) {
       VENVFIX_TRY(sink.consume(data));
       if (sink.written() - synced >= k_writeback_step) start_writeback();
@@ -82,9 +84,12 @@ struct ArrivingWheel::State {
       ::sync_file_range(sink.fd(), static_cast<off_t>(synced),
                         static_cast<off_t>(sink.written() - synced), SYNC_FILE_RANGE_WRITE);
       synced = sink.written();
+      if (ahead != nullptr) ahead->add(sink.fd(), path);
     }
     Sha256 sha;
     detail::MemberSink sink;
+    SyncAhead* ahead;  // none: the transaction syncs it all
+    const std::string& path;
     std::uint64_t synced = 0;
   };
 
@@ -250,7 +255,7 @@ struct ArrivingWheel::State {
     Fd fd(::open(member.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd.valid()) return std::nullopt;
     const std::string what = member.file.string();
-    Output out(fd.get(), what);
+    Output out(fd.get(), what, ahead ? &*ahead : nullptr);
     // A large member is hashed and written on a second thread while this one inflates it.
     std::optional<detail::MemberPipe> pipe;
     if (header.size >= k_piped_member) {
@@ -290,6 +295,10 @@ struct ArrivingWheel::State {
     if (!streaming) buffer.resize(k_read_piece);  // a stream is read out of its ring
     std::error_code error;
     if (!fs::create_directory(dir, error)) return false;
+    try {
+      ahead.emplace(sync);
+    } catch (const std::system_error&) {  // no thread: the transaction syncs it all at the end
+    }
     if (streaming && !open_skeleton()) return false;
     std::uint64_t offset = 0;
     for (std::size_t sequence = 0;; ++sequence) {
@@ -350,11 +359,14 @@ struct ArrivingWheel::State {
   fs::path dir;
   std::uint64_t expected_size;
   ReadLimits limits;
+  SyncAhead::SyncFunction sync;
   Fd source;             // a duplicate of the download's descriptor, while the thread runs
   bool started = false;  // the thread was started (and `dir` perhaps created)
   std::uint64_t declared = 0;
   // The thread's, allocated when it starts: a plan's wheels all have an object from the start.
   std::unique_ptr<detail::StreamInflater> inflater;
+  // The members' data synced while the download goes on (SyncAhead); drained by finish().
+  std::optional<SyncAhead> ahead;
   std::vector<std::byte> buffer;
   std::vector<ArrivedMember> members;  // the thread's until `done`
 
@@ -379,8 +391,9 @@ struct ArrivingWheel::State {
   std::thread thread;
 };
 
-ArrivingWheel::ArrivingWheel(fs::path dir, std::uint64_t expected_size, const ReadLimits& limits)
-    : m_state(std::make_unique<State>(std::move(dir), expected_size, limits)) {}
+ArrivingWheel::ArrivingWheel(fs::path dir, std::uint64_t expected_size, const ReadLimits& limits,
+                             SyncAhead::SyncFunction sync)
+    : m_state(std::make_unique<State>(std::move(dir), expected_size, limits, std::move(sync))) {}
 
 ArrivingWheel::~ArrivingWheel() {
   State& s = *m_state;
@@ -390,6 +403,7 @@ ArrivingWheel::~ArrivingWheel() {
     s.arrived.notify_all();
   }
   if (s.thread.joinable()) s.thread.join();
+  s.ahead.reset();  // before its files go
   std::error_code ignored;
   if (s.started) fs::remove_all(s.dir, ignored);
 }
@@ -479,6 +493,17 @@ const std::vector<ArrivedMember>& ArrivingWheel::finish(std::uint64_t total) {
     s.arrived.notify_all();
   }
   s.ended.wait(lock, [&] { return s.done; });
+  if (!s.given_up && s.ahead) {
+    // A failed background sync may be the only report of the disk's error: these files are
+    // not used then (the archive is read and written again, with its own durability).
+    lock.unlock();
+    const Status synced = s.ahead->drain();
+    lock.lock();
+    if (!synced) {
+      spdlog::warn("{}; the archive is read instead", synced.error().message);
+      s.given_up = true;
+    }
+  }
   if (s.given_up) {
     s.members.clear();
     s.skeleton_path.clear();

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -219,6 +221,42 @@ TEST_P(ArrivingWheelTest, ACutOrRestartedDownloadLeavesNothingToAdopt) {
   // A wheel that never arrived (a cache hit): nothing, at once.
   ArrivingWheel idle(m_arrivals->path() / "idle", 0);
   EXPECT_TRUE(idle.finish(0).empty());
+}
+
+TEST_P(ArrivingWheelTest, EveryMemberIsSyncedWhileArrivingAndAFailedSyncAdoptsNothing) {
+  const fs::path wheel = testing::test_wheels() / k_wheel;
+  // The kernel's fdatasync, recording which files it made durable.
+  std::mutex mutex;
+  std::set<ino_t> synced;
+  const SyncAhead::SyncFunction fdatasync = SyncAhead::default_sync();
+  ArrivingWheel arriving(m_arrivals->path() / "synced", 0, {}, [&](int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return errno;
+    const int error = fdatasync(fd);
+    std::lock_guard lock(mutex);
+    synced.insert(st.st_ino);
+    return error;
+  });
+  const std::vector<ArrivedMember>& members = arriving.finish(arrive(arriving, wheel));
+  ASSERT_FALSE(members.empty());
+  {
+    std::lock_guard lock(mutex);  // finish() drained the syncs: each member's file is among them
+    for (const ArrivedMember& member : members) {
+      struct stat st {};
+      ASSERT_EQ(::stat(member.file.c_str(), &st), 0) << member.file;
+      EXPECT_EQ(synced.count(st.st_ino), 1u) << member.name << " was not synced";
+    }
+  }
+  // The disk refuses (EIO): that sync may be the only report of the error, so the members are
+  // not adopted and the archive is read and written again instead.
+  std::atomic<int> refused = 0;
+  ArrivingWheel failing(m_arrivals->path() / "failing", 0, {}, [&](int) {
+    ++refused;
+    return EIO;
+  });
+  EXPECT_TRUE(failing.finish(arrive(failing, wheel)).empty());
+  EXPECT_TRUE(failing.skeleton().empty());
+  EXPECT_GE(refused, 1);
 }
 
 TEST_P(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {

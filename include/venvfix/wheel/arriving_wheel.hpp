@@ -18,6 +18,7 @@
 
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/sha256.hpp"
+#include "venvfix/base/sync_ahead.hpp"
 #include "venvfix/wheel/wheel.hpp"
 
 namespace venvfix::wheel {
@@ -40,7 +41,10 @@ class ArrivingWheel {
   // on the staging directory's filesystem so that adopting a member is a rename). `expected_size`
   // (the wheel's size from the plan, 0 when unknown) bounds what may be inflated as read_wheel
   // bounds it: `limits`.
-  ArrivingWheel(fs::path dir, std::uint64_t expected_size, const ReadLimits& limits = {});
+  // `sync`: what makes a member's data durable on SyncAhead's thread while the download goes on
+  // (fdatasync; a test makes it fail). Members whose sync failed are not adopted.
+  ArrivingWheel(fs::path dir, std::uint64_t expected_size, const ReadLimits& limits = {},
+                SyncAhead::SyncFunction sync = SyncAhead::default_sync());
   // Stops the unpacking thread and removes `dir` with every member not adopted.
   ~ArrivingWheel();
   ArrivingWheel(const ArrivingWheel&) = delete;
