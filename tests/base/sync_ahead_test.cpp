@@ -67,32 +67,33 @@ TEST_F(SyncAheadTest, SyncsEveryFileAddedWithTheKernelsFdatasync) {
 }
 
 TEST_F(SyncAheadTest, QueuesAFileWaitingForItsSyncOnce) {
-  // The first sync blocks until released, so that the later adds find their files queued.
+  // The first sync (of a) blocks until released; the other adds come while it does, so they
+  // find their files waiting in the queue.
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  std::atomic<bool> first = true;
+  std::atomic<bool> in_first = false;
   std::mutex mutex;
   std::vector<ino_t> synced;
   SyncAhead ahead([&](int fd) {
-    if (first.exchange(false)) released.wait();
+    if (!in_first.exchange(true)) released.wait();
     std::lock_guard lock(mutex);
     synced.push_back(inode_of(fd));
     return 0;
   });
   Fd a = write_file("a", "1");
   Fd b = write_file("b", "2");
-  ahead.add(a.get(), "a");  // taken by the thread at once, or queued: either way synced
+  ahead.add(a.get(), "a");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!in_first && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(in_first) << "a's sync never started";
   for (int i = 0; i < 3; ++i) {
     ahead.add(b.get(), "b");
-    ahead.add(a.get(), "a");
+    ahead.add(a.get(), "a");  // a is being synced, not waiting: queued again, once
   }
   release.set_value();
   ASSERT_TRUE(ahead.drain());
   std::lock_guard lock(mutex);
-  // a once or twice (the first may have been taken before the others came), b once.
-  EXPECT_LE(synced.size(), 3u);
-  EXPECT_EQ(std::count(synced.begin(), synced.end(), inode_of(b.get())), 1);
-  EXPECT_GE(std::count(synced.begin(), synced.end(), inode_of(a.get())), 1);
+  EXPECT_EQ(synced, (std::vector<ino_t>{inode_of(a.get()), inode_of(b.get()), inode_of(a.get())}));
 }
 
 TEST_F(SyncAheadTest, DrainWaitsForTheSyncInFlight) {
