@@ -40,6 +40,8 @@
 # - pip install --no-deps --no-compile from the index into a fresh venv: cold (--no-cache-dir)
 #   and with pip's cache warm.
 # - bsdtar -xf of the local wheel files one after another.
+# - a local wheelhouse: the cold apply with `--find-links` of the wheels' directory (read, not
+#   downloaded), beside `pip install --no-index --find-links` of it.
 # Each row also reports the peak resident set (ru_maxrss through /usr/bin/time) of its largest
 # process, the largest over the rounds.
 set -euo pipefail
@@ -162,9 +164,10 @@ fresh_venv_and_plan() {
   python3 "$repo/bench/plan_every_wheel.py" "$out/empty-plan.json" "$work/www" "$index" \
     "apply benchmark" > "$out/plan.json"
 }
+apply_extra=()  # more apply options for the next venvfix_apply
 venvfix_apply() {  # venvfix_apply CACHE_DIR [BINARY] (the venvfix-apply/1 report on stdout)
   timed "${2:-$venvfix}" --venv "$out/venv" --cache-dir "$1" --index-url "$index/" --json -q apply \
-    "$out/plan.json" --snapshot --yes
+    "$out/plan.json" --snapshot --yes "${apply_extra[@]}"
 }
 # The cold apply's own phase timings (venvfix-apply/1 "timings"), one JSON line per round.
 venvfix_cold() { venvfix_apply "$out/cache" > "$out/apply.json"; cp "$out/apply.json" "$work/apply-$RANDOM.json"; }
@@ -175,6 +178,14 @@ cgroup_cold() {
     "$out/plan.json" --snapshot --yes > /dev/null
 }
 baseline_cold() { venvfix_apply "$out/cache" "$BASELINE" > /dev/null; }
+# The same plan with the wheels in a local wheelhouse (--find-links: the plan's wheels are read
+# from there instead of the index), with this build and with BASELINE.
+wheelhouse_cold() {
+  apply_extra=(--find-links "$work/www/files")
+  venvfix_apply "$out/cache" "${1:-}" > /dev/null
+  apply_extra=()
+}
+baseline_wheelhouse_cold() { wheelhouse_cold "$BASELINE"; }
 # /usr/bin/time runs first, so only the apply (and its children) has the shim.
 not_durable_cold() {
   /usr/bin/time -a -f %M -o "$out/rss.txt" env LD_PRELOAD="$no_fsync" "$venvfix" --venv "$out/venv" \
@@ -206,6 +217,10 @@ pip_install() {
     --no-compile "$@" --index-url "$index/" "${names[@]}"
 }
 pip_cold() { pip_install --no-cache-dir; }
+pip_wheelhouse() {
+  PIP_DISABLE_PIP_VERSION_CHECK=1 timed python3 -m pip --python "$out/venv/bin/python" install -q --no-deps \
+    --no-compile --no-cache-dir --no-index --find-links "$work/www/files" "${names[@]}"
+}
 pip_warm() { pip_install --cache-dir "$out_root/pip-cache"; }
 bsdtar_seq() { for f in "${files[@]}"; do timed bsdtar -xf "$f" -C "$out"; done; }
 curl_seq() {
@@ -218,8 +233,13 @@ labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again
         "venvfix: stage local files, parallel" "venvfix: stage local files, streaming (1 thread)"
         "pip install --no-deps (--no-cache-dir)" "pip install --no-deps (warm pip cache)"
         "bsdtar -xf, one after another" "curl of the wheels, one after another"
-        "venvfix re-apply, --recheck-loads (no kept load verdict)")
-if [ -n "${BASELINE:-}" ]; then labels+=("venvfix apply --snapshot (cold caches), BASELINE"); fi
+        "venvfix re-apply, --recheck-loads (no kept load verdict)"
+        "venvfix apply --snapshot --find-links (local wheelhouse, cold caches)"
+        "pip install --no-deps --no-index --find-links (local wheelhouse, --no-cache-dir)")
+if [ -n "${BASELINE:-}" ]; then
+  labels+=("venvfix apply --snapshot (cold caches), BASELINE"
+           "venvfix apply --snapshot --find-links (local wheelhouse, cold caches), BASELINE")
+fi
 cgroup_label="venvfix apply --snapshot (cold caches), in a ${cgroup_mb} MiB memory cgroup"
 durability_label="venvfix apply --snapshot (cold caches), fsync/fdatasync/syncfs no-ops (not durable)"
 if [ "$durability_row" = 1 ]; then labels+=("$durability_label"); fi
@@ -245,7 +265,12 @@ for r in $(seq "$repeat"); do
   run "${labels[6]}" nothing bsdtar_seq
   run "${labels[7]}" nothing curl_seq
   run "${labels[8]}" fresh_venv_and_plan venvfix_cached_recheck
-  if [ -n "${BASELINE:-}" ]; then run "venvfix apply --snapshot (cold caches), BASELINE" fresh_venv_and_plan baseline_cold; fi
+  run "${labels[9]}" fresh_venv_and_plan wheelhouse_cold
+  run "${labels[10]}" fresh_venv pip_wheelhouse
+  if [ -n "${BASELINE:-}" ]; then
+    run "${labels[11]}" fresh_venv_and_plan baseline_cold
+    run "${labels[12]}" fresh_venv_and_plan baseline_wheelhouse_cold
+  fi
   if [ -n "$cgroup_mb" ]; then run "$cgroup_label" fresh_venv_and_plan cgroup_cold; fi
   if [ "$durability_row" = 1 ]; then run "$durability_label" fresh_venv_and_plan not_durable_cold; fi
 done

@@ -155,7 +155,7 @@ class DownloadBatch {
         continue;
       }
       if (detail::has_scheme(request.url, "file")) {
-        VENVFIX_TRY_ASSIGN(m_results[i], detail::copy_local_file(m_cache, request));
+        VENVFIX_TRY_ASSIGN(m_results[i], detail::read_local_file(m_cache, request));
         continue;
       }
       if (!detail::has_scheme(request.url, "http") && !detail::has_scheme(request.url, "https")) {

@@ -4,6 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "venvfix/base/log.hpp"
@@ -50,40 +54,32 @@ Result<fs::path> local_path(std::string_view url) {
   return fs::path(path);
 }
 
-Result<DownloadResult> copy_local_file(const DownloadCache& cache, const DownloadRequest& request) {
-  VENVFIX_TRY_ASSIGN(fs::path source, local_path(request.url));
-  int fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
-                      errno_message(errno));
+namespace {
+
+// Hands `bytes` to the stream, waiting while it has no room for them, as a paused transfer waits
+// (offered again once can_take says they fit, looked at every millisecond).
+void write_to_stream(const BodyStream& stream, std::span<const std::byte> bytes) {
+  while (!stream.write(bytes)) {
+    while (!stream.can_take(bytes.size()))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  Fd input(fd);
-  VENVFIX_TRY_ASSIGN(CacheTempFile file, cache.create_temp());
-  Sha256 hasher;
-  std::vector<char> buffer(1u << 20);
-  std::uint64_t size = 0;
-  for (;;) {
-    ssize_t got = ::read(input.get(), buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
+}
+
+Status write_to_file(int fd, std::span<const std::byte> bytes, const fs::path& path) {
+  while (!bytes.empty()) {
+    const ssize_t written = ::write(fd, bytes.data(), bytes.size());
+    if (written < 0 && errno == EINTR) continue;
+    if (written < 0) {
+      return make_error(ExitCode::error, "cannot write {}: {}", path.string(),
                         errno_message(errno));
     }
-    if (got == 0) break;
-    auto length = static_cast<std::size_t>(got);
-    hasher.update(std::string_view(buffer.data(), length));
-    for (std::size_t done = 0; done < length;) {
-      ssize_t written = ::write(file.fd(), buffer.data() + done, length - done);
-      if (written < 0 && errno == EINTR) continue;
-      if (written < 0) {
-        return make_error(ExitCode::error, "cannot write {}: {}", file.path().string(),
-                          errno_message(errno));
-      }
-      done += static_cast<std::size_t>(written);
-    }
-    size += length;
+    bytes = bytes.subspan(static_cast<std::size_t>(written));
   }
-  std::string actual = to_hex(hasher.finish());
+  return ok();
+}
+
+Status check_against_request(const DownloadRequest& request, const fs::path& source,
+                             const std::string& actual, std::uint64_t size) {
   if (request.sha256_hex && to_lower_ascii(*request.sha256_hex) != actual) {
     return make_error(ExitCode::network, "the sha256 of {} is {}, but {} was expected",
                       source.string(), actual, to_lower_ascii(*request.sha256_hex));
@@ -92,7 +88,48 @@ Result<DownloadResult> copy_local_file(const DownloadCache& cache, const Downloa
     return make_error(ExitCode::network, "{} has {} bytes, but {} were expected", source.string(),
                       size, *request.size);
   }
-  VENVFIX_TRY_ASSIGN(fs::path path, cache.commit(std::move(file), actual));
+  return ok();
+}
+
+}  // namespace
+
+Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request) {
+  VENVFIX_TRY_ASSIGN(fs::path source, local_path(request.url));
+  Fd input(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!input.valid()) {
+    return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
+                      errno_message(errno));
+  }
+  std::optional<CacheTempFile> file;  // none when streamed
+  if (!request.stream) {
+    VENVFIX_TRY_ASSIGN(CacheTempFile created, cache.create_temp());
+    file.emplace(std::move(created));
+  }
+  Sha256 hasher;
+  std::vector<std::byte> buffer(1u << 20);
+  std::uint64_t size = 0;
+  for (;;) {
+    const ssize_t got = ::read(input.get(), buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
+                        errno_message(errno));
+    }
+    if (got == 0) break;
+    const std::span<const std::byte> piece(buffer.data(), static_cast<std::size_t>(got));
+    hasher.update(piece);
+    size += piece.size();
+    if (request.stream) {
+      write_to_stream(*request.stream, piece);
+      continue;
+    }
+    VENVFIX_TRY(write_to_file(file->fd(), piece, file->path()));
+    if (request.on_stored) request.on_stored(file->fd(), size);
+  }
+  const std::string actual = to_hex(hasher.finish());
+  VENVFIX_TRY(check_against_request(request, source, actual, size));
+  if (request.stream) return DownloadResult{{}, actual, size, false, true};
+  VENVFIX_TRY_ASSIGN(fs::path path, cache.commit(std::move(*file), actual));
   return DownloadResult{std::move(path), actual, size, false};
 }
 

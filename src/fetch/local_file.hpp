@@ -14,10 +14,12 @@ namespace venvfix::fetch::detail {
 // "file:///a/b%20c" or "file://localhost/a" → "/a/b c"; an Error for anything else.
 Result<fs::path> local_path(std::string_view url);
 
-// Copies the file into the cache, hashing it on the way and checking the request's sha256
-// and size. The copy (not the original) is returned, so later changes to the original cannot
-// slip past the hash check.
-Result<DownloadResult> copy_local_file(const DownloadCache& cache, const DownloadRequest& request);
+// Reads the file as a download reads its body: hashed on the way and checked against the
+// request's sha256 and size, and copied into the cache (telling request.on_stored after every
+// piece) or, with request.stream, handed to the stream piece by piece and written nowhere. What
+// the caller gets is the copy or the bytes that were hashed, never the original file, so later
+// changes to the original cannot slip past the hash check.
+Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request);
 
 // Reads a local file: status 200, or 404 when it does not exist.
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes);

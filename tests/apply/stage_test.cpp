@@ -339,6 +339,32 @@ TEST_F(Stage, WithTheUnpackedCacheAWheelIsStreamedAndNoArchiveIsKept) {
   EXPECT_FALSE(fs::exists(m_dir->path() / "staging.arriving"));
 }
 
+TEST_F(Stage, AWheelFromAFileUrlIsStreamedAsADownloadIs) {
+  // A find-links wheelhouse: the plan's URLs are file:// ones. Their bytes are hashed and
+  // unpacked as they are read, as a download's are: no copy in the download cache, every
+  // library adopted, and the staged bytes RECORD's.
+  const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
+  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
+  ASSERT_TRUE(venv);
+  StageOptions options;
+  options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
+  const fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  fetch::Downloader downloader(m_config);
+  auto staged = fetch_and_stage(*venv, cudnn_and_cublas(files), downloader, staging, {}, options);
+  ASSERT_TRUE(staged) << staged.error().message;
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(staged->fetched[i].streamed);
+    EXPECT_GT(staged->staged[i].install.adopted, 0u);
+    for (const wheel::InstalledFile& file : staged->staged[i].install.files) {
+      auto digest = sha256_file(staging / file.path);
+      ASSERT_TRUE(digest) << file.path;
+      EXPECT_EQ(*digest, file.sha256) << file.path;
+    }
+  }
+  EXPECT_EQ(venvfix::testing::count_files(m_dir->path() / "cache" / "wheels"), 0u);
+}
+
 TEST_F(Stage, AStreamedWheelThatCannotBeAdoptedIsReadFromItsArchive) {
   // RECORD's hash differs from the member's bytes: the arrived member is not adopted, the
   // skeleton cannot stand in for the wheel, and the wheel is downloaded again into the cache and

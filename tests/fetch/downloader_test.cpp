@@ -590,6 +590,46 @@ TEST_F(FetchDownloader, AStreamedDownloadIsCheckedButWritesNoFile) {
   expect_cache_clean(0);
 }
 
+TEST_F(FetchDownloader, AFileUrlIsStreamedOrFollowedAsADownloadIs) {
+  const std::string url = "file://" + (root / "files/big.bin").string();
+  const std::string bytes = testing::read_text(root / "files/big.bin");
+  // Streamed: the same bytes in order, offered again after a refusal, nothing in the cache.
+  Collected got;
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}, collecting(got)}};
+  auto result = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_TRUE((*result)[0].streamed);
+  EXPECT_TRUE((*result)[0].path.empty());
+  EXPECT_EQ((*result)[0].sha256_hex, big_hash);
+  EXPECT_EQ(got.bytes, bytes);
+  EXPECT_GT(got.refusals, 0u);
+  expect_cache_clean(0);
+  // A wrong hash is refused naming the file, and nothing is cached.
+  Collected wrong;
+  requests = {{url, small_hash, std::nullopt, "", {}, collecting(wrong)}};
+  auto refused = Downloader(config()).download_all(requests);
+  expect_network_error(refused, "big.bin", "was expected");
+  expect_cache_clean(0);
+  // Copied: on_stored follows the copy as it grows, and each call's file holds those bytes.
+  std::vector<std::uint64_t> stored;
+  bool prefix_ok = true;
+  DownloadRequest followed{url, big_hash, std::nullopt, "", {}, {}};
+  followed.on_stored = [&](int fd, std::uint64_t size) {
+    stored.push_back(size);
+    std::string head(size, '\0');
+    prefix_ok = prefix_ok && ::pread(fd, head.data(), size, 0) == static_cast<ssize_t>(size) &&
+                head == bytes.substr(0, size);
+  };
+  auto copied = Downloader(config()).download_all(std::vector<DownloadRequest>{followed});
+  ASSERT_TRUE(copied) << copied.error().message;
+  EXPECT_FALSE((*copied)[0].streamed);
+  EXPECT_EQ(testing::read_text((*copied)[0].path), bytes);
+  ASSERT_GT(stored.size(), 1u);
+  EXPECT_TRUE(std::is_sorted(stored.begin(), stored.end()));
+  EXPECT_EQ(stored.back(), bytes.size());
+  EXPECT_TRUE(prefix_ok);
+}
+
 TEST_F(FetchDownloader, AStreamedDownloadResumesOrStartsOverAsTheServerAllows) {
   Collected resumed;
   std::vector<DownloadRequest> requests = {{faults().url("/fault/reset/1/files/big.bin?stream"),
