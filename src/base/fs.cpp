@@ -136,6 +136,18 @@ int write_synced_at(int dirfd, const std::string& path, std::string_view data, m
   return ::fsync(fd) == 0 ? 0 : errno;
 }
 
+Status write_all(int fd, std::span<const std::byte> data, std::string_view what) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
+    }
+    data = data.subspan(static_cast<std::size_t>(n));
+  }
+  return ok();
+}
+
 namespace {
 
 class SystemWriteSteps final : public WriteSteps {

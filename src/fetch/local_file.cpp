@@ -65,19 +65,6 @@ void write_to_stream(const BodyStream& stream, std::span<const std::byte> bytes)
   }
 }
 
-Status write_to_file(int fd, std::span<const std::byte> bytes, const fs::path& path) {
-  while (!bytes.empty()) {
-    const ssize_t written = ::write(fd, bytes.data(), bytes.size());
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0) {
-      return make_error(ExitCode::error, "cannot write {}: {}", path.string(),
-                        errno_message(errno));
-    }
-    bytes = bytes.subspan(static_cast<std::size_t>(written));
-  }
-  return ok();
-}
-
 Status check_against_request(const DownloadRequest& request, const fs::path& source,
                              const std::string& actual, std::uint64_t size) {
   if (request.sha256_hex && to_lower_ascii(*request.sha256_hex) != actual) {
@@ -123,7 +110,7 @@ Result<DownloadResult> read_local_file(const DownloadCache& cache, const Downloa
       write_to_stream(*request.stream, piece);
       continue;
     }
-    VENVFIX_TRY(write_to_file(file->fd(), piece, file->path()));
+    VENVFIX_TRY(write_all(file->fd(), piece, file->path().string()));
     if (request.on_stored) request.on_stored(file->fd(), size);
   }
   const std::string actual = to_hex(hasher.finish());

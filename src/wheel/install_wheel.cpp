@@ -404,8 +404,8 @@ class Installer {
         return make_error(ExitCode::error, "{}: {}", from.string(),
                           n == 0 ? "shorter than recorded" : errno_message(errno));
       }
-      VENVFIX_TRY(detail::write_all(
-          out.get(), std::as_bytes(std::span(buffer, static_cast<std::size_t>(n))), what));
+      VENVFIX_TRY(write_all(out.get(),
+                            std::as_bytes(std::span(buffer, static_cast<std::size_t>(n))), what));
       left -= static_cast<std::uint64_t>(n);
     }
     return ok();
@@ -462,8 +462,8 @@ class Installer {
 
   Status write_new(const std::string& rel, std::string_view data, mode_t mode) {
     VENVFIX_TRY_ASSIGN(Fd fd, m_staging.create(rel, mode));
-    VENVFIX_TRY(detail::write_all(fd.get(), std::as_bytes(std::span(data.data(), data.size())),
-                                  m_staging.describe(rel)));
+    VENVFIX_TRY(write_all(fd.get(), std::as_bytes(std::span(data.data(), data.size())),
+                          m_staging.describe(rel)));
     m_files[rel] = InstalledFile{rel, static_cast<std::uint32_t>(mode), data.size(), sha256(data)};
     return ok();
   }

@@ -11,18 +11,6 @@
 
 namespace venvfix::wheel::detail {
 
-Status write_all(int fd, std::span<const std::byte> data, std::string_view what) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_error(ExitCode::error, "{}: {}", what, errno_message(errno));
-    }
-    data = data.subspan(static_cast<std::size_t>(n));
-  }
-  return ok();
-}
-
 namespace {
 
 // Hashed and written in pieces that stay in the core's cache between the three passes.

@@ -29,9 +29,6 @@ Result<std::vector<StreamedMember>> stream_members(ZipReader& zip, const WheelCo
                                                    const std::string& display,
                                                    const TargetFor& target);
 
-// write(2) all of `data`, retrying on EINTR and short writes.
-Status write_all(int fd, std::span<const std::byte> data, std::string_view what);
-
 // Hashes (sha256, CRC-32) and writes one member's bytes as they come, at consecutive offsets of
 // `fd` (pwrite; -1: hash only). Errors name `what`.
 class MemberSink {

@@ -68,6 +68,9 @@ class MappedFile {
 // multi-gigabyte file by mistake where a small text file is expected).
 Result<std::string> read_file(const fs::path& path, std::size_t max_bytes = 256u << 20);
 
+// write(2) all of `data`, retrying on EINTR and short writes; an error names `what` (the file).
+Status write_all(int fd, std::span<const std::byte> data, std::string_view what);
+
 // Creates or truncates `path` (relative to `dirfd`; AT_FDCWD: the working directory) with
 // `mode`, writes all of `data` and fsyncs it. Returns 0 or the errno of the failure.
 int write_synced_at(int dirfd, const std::string& path, std::string_view data, mode_t mode);
