@@ -13,8 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
+#include "cli/wheel_file_plan.hpp"
 #include "support/paths.hpp"
 #include "support/world.hpp"
 #include "venvfix/base/fs.hpp"
@@ -24,7 +23,6 @@
 namespace venvfix {
 namespace {
 
-using nlohmann::json;
 namespace wheel_testing = venvfix::wheel::testing;
 using venvfix::testing::CommandResult;
 using venvfix::testing::run_command;
@@ -114,35 +112,15 @@ class ApplyMemory : public ::testing::Test {
     auto dir = TempDir::create("venvfix-apply-memory-");
     ASSERT_TRUE(dir);
     m_dir.emplace(std::move(*dir));
-    ASSERT_EQ(run_command({"python3", "-m", "venv", "--without-pip", venv().string()}).exit_code,
-              0);
+    venvfix::testing::make_empty_venv(venv());
   }
   fs::path venv() const { return m_dir->path() / "venv"; }
   std::string cache() const { return (m_dir->path() / "cache").string(); }
 
   // The empty venv's plan, with an install action for `wheel` (a demo_pkg or bigmem wheel).
   fs::path plan_for(const fs::path& wheel, const std::string& dist) {
-    fs::path plan_file = m_dir->path() / "plan.json";  // returned: moved, not copied
-    CommandResult planned =
-        run_command({venvfix::testing::venvfix_binary(), "--venv", venv().string(), "--cache-dir",
-                     cache(), "-q", "plan", "-o", plan_file.string()});
-    EXPECT_TRUE(planned.exit_code == 0 || planned.exit_code == 3) << planned.err;
-    auto text = read_file(plan_file);
-    EXPECT_TRUE(text);
-    json plan = json::parse(text ? *text : "{}");
-    auto digest = sha256_file(wheel);
-    EXPECT_TRUE(digest);
-    std::error_code error;
-    plan["actions"].push_back({{"action", "install"},
-                               {"dist", dist},
-                               {"version", "1.0"},
-                               {"file", wheel.filename().string()},
-                               {"url", "file://" + wheel.string()},
-                               {"sha256", digest ? to_hex(*digest) : ""},
-                               {"size", fs::file_size(wheel, error)},
-                               {"provides", json::array()},
-                               {"reason", "memory test"}});
-    std::ofstream(plan_file) << plan.dump(2);
+    fs::path plan_file = m_dir->path() / "plan.json";
+    venvfix::testing::write_plan_installing(venv(), cache(), wheel, dist, plan_file);
     return plan_file;
   }
 

@@ -19,6 +19,8 @@
 #include <set>
 #include <thread>
 
+#include "support/failing_disk.hpp"
+#include "venvfix/base/sha256.hpp"
 #include "wheel/wheel_test_support.hpp"
 
 namespace venvfix::wheel {
@@ -257,6 +259,33 @@ TEST_P(ArrivingWheelTest, EveryMemberIsSyncedWhileArrivingAndAFailedSyncAdoptsNo
   EXPECT_TRUE(failing.finish(arrive(failing, wheel)).empty());
   EXPECT_TRUE(failing.skeleton().empty());
   EXPECT_GE(refused, 1);
+}
+
+// The same on a disk that really refuses the writes (support/failing_disk.hpp), with the
+// kernel's fdatasync: the members it refused are not adopted (once the disk works again a later
+// sync would say success, tests/base/disk_write_error_test.cpp), and the members of a wheel it
+// kept are on the disk as they were hashed.
+TEST_P(ArrivingWheelTest, OnADiskThatRefusesTheWritesNothingIsAdopted) {
+  venvfix::testing::FailingDisk disk;
+  if (const std::string why = disk.start(); !why.empty()) GTEST_SKIP() << why;
+  const fs::path wheel = testing::test_wheels() / k_wheel;
+  {
+    ArrivingWheel refused(disk.root() / "refused", 0);
+    disk.refuse_writes();
+    // Fed from the file, the members may still be unpacked after the last byte: until finish().
+    EXPECT_TRUE(refused.finish(arrive(refused, wheel)).empty());
+    EXPECT_TRUE(refused.skeleton().empty());
+    disk.accept_writes();
+  }
+  ArrivingWheel kept(disk.root() / "kept", 0);  // removes the members when it goes
+  const std::vector<ArrivedMember>& members = kept.finish(arrive(kept, wheel));
+  ASSERT_FALSE(members.empty());
+  disk.remount();  // what is read now came from the disk
+  for (const ArrivedMember& member : members) {
+    auto digest = sha256_file(member.file);
+    ASSERT_TRUE(digest) << digest.error().message;
+    EXPECT_EQ(*digest, member.sha256) << member.name;
+  }
 }
 
 TEST_P(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {

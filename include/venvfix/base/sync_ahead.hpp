@@ -7,7 +7,8 @@
 //
 // A background fdatasync that fails may be the only one the kernel reports that error to (an
 // error is reported once to each open file, and a file opened afterwards is not told): so the
-// writer must drain() and treat a failure as its own before it relies on the files.
+// writer must drain() and treat a failure as its own before it relies on the files (seen on a
+// disk that really refuses writes: tests/base/disk_write_error_test.cpp).
 #pragma once
 
 #include <sys/types.h>
