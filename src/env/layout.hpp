@@ -38,9 +38,12 @@ int lib_dir_rank(const LibDir& dir);
 // has them (docs/inventory.md), with purelib/platlib/system_site_packages filled in `env`
 // (root, python and lib_dir_name already set). `stdlib` is the directory holding the
 // interpreter's site.py (may be empty: then the prefix is taken to be a plain CPython one).
-// Adds nothing when none exists; the caller decides whether that is an error.
+// `as_written` is the prefix as getpath found it, before its dot segments were resolved as
+// text: site.py asks the kernel whether a site-packages exists under that, and names it by
+// `prefix` (os.path.abspath). Empty: `prefix` itself. Adds nothing when none exists; the
+// caller decides whether that is an error.
 void add_prefix_site_packages(Venv& env, const fs::path& prefix, const fs::path& stdlib,
-                              Layer layer);
+                              Layer layer, const fs::path& as_written = {});
 
 // The names a prefix's or venv's interpreter goes by under bin/, in the order venvfix tries them:
 // python3, python, then <lib_dir_name> ("python3.12").
@@ -51,11 +54,18 @@ std::array<std::string, 3> interpreter_names(const std::string& lib_dir_name);
 // pythonX.Y) symlink leads to. Empty when neither exists.
 fs::path find_stdlib(const fs::path& prefix, const std::string& lib_dir_name);
 
+// How getpath joins a landmark onto a candidate prefix before asking the kernel whether it
+// exists: 3.8-3.10's getpath.c as written; 3.11+'s getpath.py (joinpath) through normpath, so
+// that "hop/.." is read as text even where hop is a symlink.
+enum class LandmarkJoin { as_written, normalised };
+
 // Where CPython's getpath looks for the standard library from pyvenv.cfg's `home`: `home` itself,
 // then each directory above it (cut at the last '/', as its dirname() and reduce() cut, so blanks
-// and dot segments stay), until one holds lib/<lib_dir_name>/os.py; "/" is never tried. The
-// prefix found (relative to the working directory when `home` is relative), or empty.
-fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_name);
+// and dot segments stay), until one holds lib/<lib_dir_name>/os.py or os.pyc; "/" is never
+// tried. The prefix found as written (relative to the working directory when `home` is
+// relative), or empty.
+fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_name,
+                              LandmarkJoin join);
 
 // Opens a directory without pyvenv.cfg as a Python prefix.
 Result<Venv> open_prefix_at(const fs::path& root, const OpenOptions& options);

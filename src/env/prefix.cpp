@@ -131,10 +131,17 @@ fs::path find_stdlib(const fs::path& prefix, const std::string& lib_dir_name) {
   return {};
 }
 
-fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_name) {
+fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_name,
+                              LandmarkJoin join) {
   std::string dir(home);
   while (!dir.empty()) {
-    if (is_regular(fs::path(dir) / "lib" / lib_dir_name / "os.py")) return dir;
+    const fs::path stdlib = fs::path(dir) / "lib" / lib_dir_name;
+    for (const char* landmark : {"os.py", "os.pyc"}) {
+      const fs::path path = stdlib / landmark;
+      if (is_regular(join == LandmarkJoin::normalised ? path.lexically_normal() : path)) {
+        return dir;
+      }
+    }
     const std::size_t slash = dir.rfind('/');
     dir.resize(slash == std::string::npos ? 0 : slash);
   }
@@ -142,12 +149,14 @@ fs::path search_up_for_prefix(std::string_view home, const std::string& lib_dir_
 }
 
 void add_prefix_site_packages(Venv& env, const fs::path& prefix, const fs::path& stdlib,
-                              Layer layer) {
+                              Layer layer, const fs::path& as_written) {
   const bool debian = is_debian_site(stdlib);
   const std::size_t first = env.site_packages.size();
+  const fs::path& checked_prefix = as_written.empty() ? prefix : as_written;
   for (const SiteCandidate& candidate : site_candidates(prefix, env.lib_dir_name, debian)) {
     struct stat st {};
-    if (!is_dir_stat(candidate.path, &st) || already_listed(env, st)) continue;
+    const fs::path checked = checked_prefix / candidate.path.lexically_relative(prefix);
+    if (!is_dir_stat(checked, &st) || already_listed(env, st)) continue;
     env.site_packages.push_back(candidate.path);
     env.site_layers.resize(env.site_packages.size() - 1, Layer::own);
     env.site_layers.push_back(layer);

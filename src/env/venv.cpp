@@ -134,6 +134,13 @@ Status find_site_packages(Venv& venv) {
   return ok();
 }
 
+// CPython 3.8-3.10 find their base with getpath.c; 3.11 and later (and PyPy, read the same way)
+// with getpath.py.
+bool reads_home_as_getpath_c(const Venv& venv) {
+  return venv.implementation == "cpython" &&
+         (venv.python.major < 3 || (venv.python.major == 3 && venv.python.minor < 11));
+}
+
 // include-system-site-packages = true: the base prefix's site-packages follow the venv's own, as
 // site.py adds them. getpath finds the base by searching up from `home`; without a home, or when
 // that search finds no standard library, the interpreter falls back to the prefix it was built
@@ -142,9 +149,14 @@ Status find_site_packages(Venv& venv) {
 void add_base_layer(Venv& venv) {
   if (!venv.include_system_site_packages) return;
   fs::path stdlib;
+  fs::path as_written;  // the prefix found from `home`, dot segments and all
   if (!venv.home.empty()) {
-    const fs::path prefix = detail::search_up_for_prefix(venv.home.native(), venv.lib_dir_name);
-    if (!prefix.empty()) stdlib = detail::normalised_absolute(prefix) / "lib" / venv.lib_dir_name;
+    const auto join = reads_home_as_getpath_c(venv) ? detail::LandmarkJoin::as_written
+                                                    : detail::LandmarkJoin::normalised;
+    as_written = detail::search_up_for_prefix(venv.home.native(), venv.lib_dir_name, join);
+    if (!as_written.empty()) {
+      stdlib = detail::normalised_absolute(as_written) / "lib" / venv.lib_dir_name;
+    }
   }
   if (stdlib.empty()) stdlib = detail::find_stdlib(venv.root, venv.lib_dir_name);
   if (stdlib.empty()) {
@@ -155,7 +167,7 @@ void add_base_layer(Venv& venv) {
     return;
   }
   venv.base_prefix = stdlib.parent_path().parent_path();
-  detail::add_prefix_site_packages(venv, venv.base_prefix, stdlib, Layer::base);
+  detail::add_prefix_site_packages(venv, venv.base_prefix, stdlib, Layer::base, as_written);
 }
 
 // The venv's interpreter as its user runs it: the first of detail::interpreter_names that exists.
@@ -171,21 +183,20 @@ std::optional<struct stat> interpreter_lstat(const Venv& venv) {
 // base before they look for pyvenv.cfg, so they read no home from a venv of symlinks; 3.11 and
 // later read it always, and refuse to start on a pyvenv.cfg of 32 KiB or more.
 Status read_home(Venv& venv, const PyvenvCfg& cfg) {
-  const bool cpython = venv.implementation == "cpython";
-  const bool before_3_11 =
-      venv.python.major < 3 || (venv.python.major == 3 && venv.python.minor < 11);
-  if (cpython && !before_3_11 && cfg.text.size() >= k_getpath_max_cfg_bytes) {
+  const bool getpath_c = reads_home_as_getpath_c(venv);
+  if (venv.implementation == "cpython" && !getpath_c &&
+      cfg.text.size() >= k_getpath_max_cfg_bytes) {
     return make_error(ExitCode::usage,
                       "{} is {} bytes: Python {}.{} refuses to start with a pyvenv.cfg of 32 KiB "
                       "or more",
                       (venv.root / "pyvenv.cfg").string(), cfg.text.size(), venv.python.major,
                       venv.python.minor);
   }
-  if (cpython && before_3_11) {
+  if (getpath_c) {
     const auto interpreter = interpreter_lstat(venv);
     if (interpreter && S_ISLNK(interpreter->st_mode)) return ok();
   }
-  const HomeReader reader = cpython && before_3_11 ? HomeReader::getpath_c : HomeReader::getpath_py;
+  const HomeReader reader = getpath_c ? HomeReader::getpath_c : HomeReader::getpath_py;
   if (auto home = getpath_home(cfg.text, reader)) venv.home = fs::path(*home);
   return ok();
 }

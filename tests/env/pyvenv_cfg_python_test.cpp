@@ -35,7 +35,11 @@ struct Variant {
 // `alt`: the interpreter's sys.path then names the second prefix, and a reading that missed the
 // home would name the real one (where the interpreter falls back). `inc` is the
 // include-system-site-packages key.
-std::vector<Variant> variants(const std::string& real, const std::string& alt) {
+// `dotted` is a home whose ".." follows a symlink: read by the kernel it leads to one prefix,
+// read as text (dropping the component before "..") to another; `dotted_text_only` leads to a
+// prefix only when read as text.
+std::vector<Variant> variants(const std::string& real, const std::string& alt,
+                              const std::string& dotted, const std::string& dotted_text_only) {
   const std::string h = "home = " + alt + "\n";
   const std::string inc = "include-system-site-packages";
   const std::string yes = inc + " = true\n";
@@ -75,6 +79,11 @@ std::vector<Variant> variants(const std::string& real, const std::string& alt) {
       {"home: a NUL on a line before it",
        "x" + std::string(1, '\0') + "\nhome = " + alt + "\n" + yes},
       {"home: a directory that does not exist", "home = /nonexistent/bin\n" + yes},
+      {"home: '..' after a symlink", "home = " + dotted + "\n" + yes},
+      {"home: '..' after a symlink, a prefix only as text",
+       "home = " + dotted_text_only + "\n" + yes},
+      {"home: '.' and '//' in it", "home = " + alt + "/.//\n" + yes},
+      {"home: relative", "home = bin\n" + yes},
       {"home: after a line longer than 8 KiB",
        "#" + std::string(9000, 'x') + "\nhome = " + alt + "\n" + yes},
       {"home: before a 40 KB comment (3.11+ refuse to start)",
@@ -128,6 +137,13 @@ TEST_P(PyvenvCfgAgainstPython, SitePackagesAreTheInterpretersForEveryVariant) {
   const fs::path real_prefix = python.parent_path().parent_path();
   const fs::path built_in_site = real_prefix / "lib" / lib_dir / "site-packages";
   const fs::path alt = make_second_prefix(dir->path() / "second", real_prefix, lib_dir);
+  // hop -> deep/inner: hop/.. is deep to the kernel, the temporary directory to a text reading.
+  make_second_prefix(dir->path() / "deep" / "second", real_prefix, lib_dir);
+  fs::create_directories(dir->path() / "deep" / "inner");
+  fs::create_directory_symlink(dir->path() / "deep" / "inner", dir->path() / "hop");
+  const std::string dotted = (dir->path() / "hop" / ".." / "second" / "bin").string();
+  make_second_prefix(dir->path() / "third", real_prefix, lib_dir);  // no deep/third
+  const std::string dotted_text_only = (dir->path() / "hop" / ".." / "third" / "bin").string();
   for (const Layout layout : {Layout{"symlinks", "--symlinks"}, Layout{"copies", "--copies"}}) {
     const fs::path venv = dir->path() / layout.name;
     ASSERT_EQ(run_command(shell_quote(python.string()) + " -m venv --without-pip " +
@@ -135,7 +151,8 @@ TEST_P(PyvenvCfgAgainstPython, SitePackagesAreTheInterpretersForEveryVariant) {
                   .status,
               0);
     int built_in_only = 0;
-    for (const Variant& variant : variants(python.parent_path().string(), alt.string())) {
+    for (const Variant& variant :
+         variants(python.parent_path().string(), alt.string(), dotted, dotted_text_only)) {
       SCOPED_TRACE(std::string(layout.name) + ": " + variant.name);
       write_text(venv / "pyvenv.cfg", variant.text);
       const auto expected = interpreter_site_packages(venv);
