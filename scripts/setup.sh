@@ -11,6 +11,8 @@ packages=(
   libbenchmark-dev
   clang clang-format clang-tidy universal-ctags git
   python3 python3-venv python3-pip
+  # venvs made by another tool than `python -m venv` (tests/env/pyvenv_cfg_python_test.cpp)
+  python3-virtualenv
   patchelf libarchive-tools openssl curl unzip zip ccache
   # the Ansible collection's tests: scripts/fleet-test.sh (ansible, sshd), the wheelhouse
   # (nginx), and integrations/ansible/tests/sanity.sh (ansible-test sanity's tools, offline)

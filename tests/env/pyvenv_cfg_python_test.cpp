@@ -179,6 +179,56 @@ TEST_P(PyvenvCfgAgainstPython, SitePackagesAreTheInterpretersForEveryVariant) {
   }
 }
 
+// The paths pip installs into (sysconfig's purelib and platlib, as pip 21.3+ reads them) of
+// the venv's interpreter, or nullopt when it fails.
+std::optional<std::pair<std::string, std::string>> interpreter_install_paths(const fs::path& venv) {
+  const auto out = run_command(shell_quote((venv / "bin" / "python").string()) +
+                               " -c 'import json, sysconfig; p = sysconfig.get_paths(); "
+                               "print(json.dumps([p[\"purelib\"], p[\"platlib\"]]))' 2>/dev/null");
+  if (out.status != 0) return std::nullopt;
+  const auto paths = json::parse(out.out).get<std::vector<std::string>>();
+  return std::pair{paths.at(0), paths.at(1)};
+}
+
+// Venvs made by virtualenv (Debian's python3-virtualenv, not this repository's idea of its
+// pyvenv.cfg): symlinks and copies, with and without the system site-packages. venvfix must read
+// the site-packages the interpreter's sys.path has, and write where pip would (sysconfig's
+// purelib; platlib, when it is another existing directory).
+TEST_P(PyvenvCfgAgainstPython, VirtualenvVenvsAreReadAsTheirInterpreterReadsThem) {
+  const fs::path python = venvfix::testing::pyenv_python(GetParam());
+  if (python.empty()) GTEST_SKIP() << "no pyenv Python " << GetParam();
+  const auto virtualenv = run_command("/usr/bin/python3 -m virtualenv --version 2>&1");
+  if (virtualenv.status != 0) {
+    GTEST_SKIP() << "virtualenv is not installed (scripts/setup.sh installs python3-virtualenv)";
+  }
+  auto dir = TempDir::create("venvfix-virtualenv-");
+  ASSERT_TRUE(dir) << dir.error().message;
+  for (const char* layout : {"--symlinks", "--copies"}) {
+    for (const char* system : {"", "--system-site-packages"}) {
+      SCOPED_TRACE(std::string(layout) + " " + system);
+      const fs::path venv = dir->path() / (std::string(layout + 2) + (*system ? "-system" : ""));
+      const auto made =
+          run_command("/usr/bin/python3 -m virtualenv -q --no-seed --no-periodic-update " +
+                      std::string(layout) + " " + system + " -p " + shell_quote(python.string()) +
+                      " " + shell_quote(venv.string()) + " 2>&1");
+      ASSERT_EQ(made.status, 0) << made.out;
+      const auto expected = interpreter_site_packages(venv);
+      const auto install_paths = interpreter_install_paths(venv);
+      ASSERT_TRUE(expected && install_paths) << "the virtualenv's interpreter does not start";
+      auto opened = open_venv_at(venv);
+      ASSERT_TRUE(opened) << opened.error().message;
+      std::vector<std::string> read;
+      for (const fs::path& site : opened->site_packages) read.push_back(site.string());
+      EXPECT_EQ(read, *expected);
+      EXPECT_EQ(opened->purelib.string(), install_paths->first);
+      if (fs::is_directory(install_paths->second) &&
+          !fs::equivalent(install_paths->second, install_paths->first)) {
+        EXPECT_EQ(opened->platlib.string(), install_paths->second);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Pyenv, PyvenvCfgAgainstPython,
                          ::testing::Values("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"),
                          [](const ::testing::TestParamInfo<const char*>& param) {
