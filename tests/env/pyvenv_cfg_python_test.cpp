@@ -91,11 +91,12 @@ std::vector<Variant> variants(const std::string& real, const std::string& alt,
   };
 }
 
-// The site-packages directories in sys.path of the venv's interpreter, or nullopt when it fails.
+// The site-packages (and Debian's dist-packages) directories in sys.path of the venv's interpreter,
+// or nullopt when it fails.
 std::optional<std::vector<std::string>> interpreter_site_packages(const fs::path& venv) {
   const auto out = run_command(shell_quote((venv / "bin" / "python").string()) +
                                " -c 'import json, sys; print(json.dumps([p for p in sys.path if "
-                               "p.endswith(\"site-packages\")]))' 2>/dev/null");
+                               "p.endswith(\"-packages\")]))' 2>/dev/null");
   if (out.status != 0) return std::nullopt;
   return json::parse(out.out).get<std::vector<std::string>>();
 }
@@ -190,31 +191,29 @@ std::optional<std::pair<std::string, std::string>> interpreter_install_paths(con
   return std::pair{paths.at(0), paths.at(1)};
 }
 
-// Venvs made by virtualenv (Debian's python3-virtualenv, not this repository's idea of its
-// pyvenv.cfg): symlinks and copies, with and without the system site-packages. venvfix must read
-// the site-packages the interpreter's sys.path has, and write where pip would (sysconfig's
-// purelib; platlib, when it is another existing directory).
-TEST_P(PyvenvCfgAgainstPython, VirtualenvVenvsAreReadAsTheirInterpreterReadsThem) {
-  const fs::path python = venvfix::testing::pyenv_python(GetParam());
-  if (python.empty()) GTEST_SKIP() << "no pyenv Python " << GetParam();
-  const auto virtualenv = run_command("/usr/bin/python3 -m virtualenv --version 2>&1");
-  if (virtualenv.status != 0) {
-    GTEST_SKIP() << "virtualenv is not installed (scripts/setup.sh installs python3-virtualenv)";
-  }
-  auto dir = TempDir::create("venvfix-virtualenv-");
-  ASSERT_TRUE(dir) << dir.error().message;
+enum class Maker { venv, virtualenv };
+
+// Makes venvs of `python` with `maker`, of symlinks and of copies, with and without the system
+// site-packages, in `dir`. venvfix must read the site-packages the interpreter's sys.path has,
+// and write where pip would (sysconfig's purelib; platlib, when it is another existing
+// directory).
+void expect_read_as_the_interpreter_reads(const fs::path& python, Maker maker,
+                                          const fs::path& dir) {
+  const std::string make = maker == Maker::venv
+                               ? shell_quote(python.string()) + " -m venv --without-pip "
+                               : "/usr/bin/python3 -m virtualenv -q --no-seed --no-periodic-update "
+                                 "-p " +
+                                     shell_quote(python.string()) + " ";
   for (const char* layout : {"--symlinks", "--copies"}) {
     for (const char* system : {"", "--system-site-packages"}) {
-      SCOPED_TRACE(std::string(layout) + " " + system);
-      const fs::path venv = dir->path() / (std::string(layout + 2) + (*system ? "-system" : ""));
+      SCOPED_TRACE(make + layout + " " + system);
+      const fs::path venv = dir / (std::string(layout + 2) + (*system ? "-system" : ""));
       const auto made =
-          run_command("/usr/bin/python3 -m virtualenv -q --no-seed --no-periodic-update " +
-                      std::string(layout) + " " + system + " -p " + shell_quote(python.string()) +
-                      " " + shell_quote(venv.string()) + " 2>&1");
+          run_command(make + layout + " " + system + " " + shell_quote(venv.string()) + " 2>&1");
       ASSERT_EQ(made.status, 0) << made.out;
       const auto expected = interpreter_site_packages(venv);
       const auto install_paths = interpreter_install_paths(venv);
-      ASSERT_TRUE(expected && install_paths) << "the virtualenv's interpreter does not start";
+      ASSERT_TRUE(expected && install_paths) << "the venv's interpreter does not start";
       auto opened = open_venv_at(venv);
       ASSERT_TRUE(opened) << opened.error().message;
       std::vector<std::string> read;
@@ -227,6 +226,41 @@ TEST_P(PyvenvCfgAgainstPython, VirtualenvVenvsAreReadAsTheirInterpreterReadsThem
       }
     }
   }
+}
+
+bool have_virtualenv() {
+  return run_command("/usr/bin/python3 -m virtualenv --version >/dev/null 2>&1").status == 0;
+}
+
+// Venvs made by virtualenv (Debian's python3-virtualenv, not this repository's idea of its
+// pyvenv.cfg).
+TEST_P(PyvenvCfgAgainstPython, VirtualenvVenvsAreReadAsTheirInterpreterReadsThem) {
+  const fs::path python = venvfix::testing::pyenv_python(GetParam());
+  if (python.empty()) GTEST_SKIP() << "no pyenv Python " << GetParam();
+  if (!have_virtualenv()) {
+    GTEST_SKIP() << "virtualenv is not installed (scripts/setup.sh installs python3-virtualenv)";
+  }
+  auto dir = TempDir::create("venvfix-virtualenv-");
+  ASSERT_TRUE(dir) << dir.error().message;
+  expect_read_as_the_interpreter_reads(python, Maker::virtualenv, dir->path());
+}
+
+// Debian's own Python (/usr/bin/python3): its patched site.py lists dist-packages directories
+// (/usr/local/lib/pythonX.Y/dist-packages, /usr/lib/python3/dist-packages) for a venv with the
+// system site-packages, and its sysconfig has a posix_local scheme.
+TEST(DebianPython, VenvsAndVirtualenvsAreReadAsTheirInterpreterReadsThem) {
+  const fs::path python = "/usr/bin/python3";
+  if (!fs::exists(python) ||
+      run_command("/usr/bin/python3 -c 'import venv' 2>/dev/null").status != 0) {
+    GTEST_SKIP() << "no Debian python3 with venv here";
+  }
+  auto dir = TempDir::create("venvfix-debian-python-");
+  ASSERT_TRUE(dir) << dir.error().message;
+  fs::create_directories(dir->path() / "venv");
+  expect_read_as_the_interpreter_reads(python, Maker::venv, dir->path() / "venv");
+  if (!have_virtualenv()) return;  // said by the pyenv test
+  fs::create_directories(dir->path() / "virtualenv");
+  expect_read_as_the_interpreter_reads(python, Maker::virtualenv, dir->path() / "virtualenv");
 }
 
 INSTANTIATE_TEST_SUITE_P(Pyenv, PyvenvCfgAgainstPython,
