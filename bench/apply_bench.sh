@@ -42,6 +42,8 @@
 # - bsdtar -xf of the local wheel files one after another.
 # - a local wheelhouse: the cold apply with `--find-links` of the wheels' directory (read, not
 #   downloaded), beside `pip install --no-index --find-links` of it.
+# - the wheels in the download cache: `venvfix fetch` of the plan first (untimed; it leaves the
+#   .whl files in the cache), then the apply with that cache (the unpacked-wheel cache empty).
 # Each row also reports the peak resident set (ru_maxrss through /usr/bin/time) of its largest
 # process, the largest over the rounds.
 set -euo pipefail
@@ -186,6 +188,15 @@ wheelhouse_cold() {
   apply_extra=()
 }
 baseline_wheelhouse_cold() { wheelhouse_cold "$BASELINE"; }
+# A fresh venv and plan, and the plan's wheels in a new download cache (`venvfix fetch`).
+fresh_venv_plan_and_fetched() {
+  fresh_venv_and_plan
+  "$venvfix" --cache-dir "$out/cache" --index-url "$index/" -q fetch "$out/plan.json" \
+    --dest "$out/wheelhouse" > /dev/null
+  rm -rf "$out/wheelhouse"
+}
+fetched_cold() { venvfix_apply "$out/cache" "${1:-}" > /dev/null; }
+baseline_fetched_cold() { fetched_cold "$BASELINE"; }
 # /usr/bin/time runs first, so only the apply (and its children) has the shim.
 not_durable_cold() {
   /usr/bin/time -a -f %M -o "$out/rss.txt" env LD_PRELOAD="$no_fsync" "$venvfix" --venv "$out/venv" \
@@ -235,10 +246,12 @@ labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again
         "bsdtar -xf, one after another" "curl of the wheels, one after another"
         "venvfix re-apply, --recheck-loads (no kept load verdict)"
         "venvfix apply --snapshot --find-links (local wheelhouse, cold caches)"
-        "pip install --no-deps --no-index --find-links (local wheelhouse, --no-cache-dir)")
+        "pip install --no-deps --no-index --find-links (local wheelhouse, --no-cache-dir)"
+        "venvfix apply --snapshot, the wheels in the download cache (after venvfix fetch)")
 if [ -n "${BASELINE:-}" ]; then
   labels+=("venvfix apply --snapshot (cold caches), BASELINE"
-           "venvfix apply --snapshot --find-links (local wheelhouse, cold caches), BASELINE")
+           "venvfix apply --snapshot --find-links (local wheelhouse, cold caches), BASELINE"
+           "venvfix apply --snapshot, the wheels in the download cache (after venvfix fetch), BASELINE")
 fi
 cgroup_label="venvfix apply --snapshot (cold caches), in a ${cgroup_mb} MiB memory cgroup"
 durability_label="venvfix apply --snapshot (cold caches), fsync/fdatasync/syncfs no-ops (not durable)"
@@ -267,9 +280,11 @@ for r in $(seq "$repeat"); do
   run "${labels[8]}" fresh_venv_and_plan venvfix_cached_recheck
   run "${labels[9]}" fresh_venv_and_plan wheelhouse_cold
   run "${labels[10]}" fresh_venv pip_wheelhouse
+  run "${labels[11]}" fresh_venv_plan_and_fetched fetched_cold
   if [ -n "${BASELINE:-}" ]; then
-    run "${labels[11]}" fresh_venv_and_plan baseline_cold
-    run "${labels[12]}" fresh_venv_and_plan baseline_wheelhouse_cold
+    run "${labels[12]}" fresh_venv_and_plan baseline_cold
+    run "${labels[13]}" fresh_venv_and_plan baseline_wheelhouse_cold
+    run "${labels[14]}" fresh_venv_plan_and_fetched baseline_fetched_cold
   fi
   if [ -n "$cgroup_mb" ]; then run "$cgroup_label" fresh_venv_and_plan cgroup_cold; fi
   if [ "$durability_row" = 1 ]; then run "$durability_label" fresh_venv_and_plan not_durable_cold; fi

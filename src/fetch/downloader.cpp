@@ -143,6 +143,7 @@ class DownloadBatch {
         if (std::optional<fs::path> path = m_cache.find(*known)) {
           std::error_code error;
           auto size = static_cast<std::uint64_t>(fs::file_size(*path, error));
+          VENVFIX_TRY(detail::follow_cached_blob(*path, size, request));
           m_results[i] = DownloadResult{*path, *known, size, true};
           ++m_cached;
           continue;

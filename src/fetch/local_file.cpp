@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <span>
 #include <thread>
@@ -80,44 +81,76 @@ Status check_against_request(const DownloadRequest& request, const fs::path& sou
 
 }  // namespace
 
-Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request) {
-  VENVFIX_TRY_ASSIGN(fs::path source, local_path(request.url));
+namespace {
+
+// Reads `fd` (the file `source`) from its start in 1 MiB pieces, handing each to `each`.
+Status for_each_piece(int fd, const fs::path& source,
+                      const std::function<Status(std::span<const std::byte>)>& each) {
+  std::vector<std::byte> buffer(1u << 20);
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
+                        errno_message(errno));
+    }
+    if (got == 0) return ok();
+    VENVFIX_TRY(each(std::span<const std::byte>(buffer.data(), static_cast<std::size_t>(got))));
+  }
+}
+
+Result<Fd> open_to_read(const fs::path& source) {
   Fd input(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
   if (!input.valid()) {
     return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
                       errno_message(errno));
   }
+  return input;
+}
+
+}  // namespace
+
+Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request) {
+  VENVFIX_TRY_ASSIGN(fs::path source, local_path(request.url));
+  VENVFIX_TRY_ASSIGN(Fd input, open_to_read(source));
   std::optional<CacheTempFile> file;  // none when streamed
   if (!request.stream) {
     VENVFIX_TRY_ASSIGN(CacheTempFile created, cache.create_temp());
     file.emplace(std::move(created));
   }
   Sha256 hasher;
-  std::vector<std::byte> buffer(1u << 20);
   std::uint64_t size = 0;
-  for (;;) {
-    const ssize_t got = ::read(input.get(), buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      return make_error(ExitCode::network, "cannot read {}: {}", source.string(),
-                        errno_message(errno));
-    }
-    if (got == 0) break;
-    const std::span<const std::byte> piece(buffer.data(), static_cast<std::size_t>(got));
+  const Status read = for_each_piece(input.get(), source, [&](std::span<const std::byte> piece) {
     hasher.update(piece);
     size += piece.size();
     if (request.stream) {
       write_to_stream(*request.stream, piece);
-      continue;
+      return ok();
     }
-    VENVFIX_TRY(write_all(file->fd(), piece, file->path().string()));
-    if (request.on_stored) request.on_stored(file->fd(), size);
-  }
+    const Status written = write_all(file->fd(), piece, file->path().string());
+    if (written && request.on_stored) request.on_stored(file->fd(), size);
+    return written;
+  });
+  if (!read) return read.error();
   const std::string actual = to_hex(hasher.finish());
   VENVFIX_TRY(check_against_request(request, source, actual, size));
   if (request.stream) return DownloadResult{{}, actual, size, false, true};
   VENVFIX_TRY_ASSIGN(fs::path path, cache.commit(std::move(*file), actual));
   return DownloadResult{std::move(path), actual, size, false};
+}
+
+Status follow_cached_blob(const fs::path& blob, std::uint64_t size,
+                          const DownloadRequest& request) {
+  if (!request.stream && !request.on_stored) return ok();
+  VENVFIX_TRY_ASSIGN(Fd input, open_to_read(blob));
+  if (!request.stream) {
+    request.on_stored(input.get(), size);
+    return ok();
+  }
+  return for_each_piece(input.get(), blob, [&](std::span<const std::byte> piece) -> Status {
+    write_to_stream(*request.stream, piece);
+    return ok();
+  });
 }
 
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes) {

@@ -21,6 +21,12 @@ Result<fs::path> local_path(std::string_view url);
 // changes to the original cannot slip past the hash check.
 Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request);
 
+// A cache hit read as a download's body is read, so that a caller working on a wheel while it
+// arrives works the same way on a cached one: request.on_stored is told once that `blob` holds
+// all `size` bytes, or, with request.stream, the blob's bytes are handed to the stream piece by
+// piece. Not hashed again: the cache names the blob by its sha256, as for any cache hit.
+Status follow_cached_blob(const fs::path& blob, std::uint64_t size, const DownloadRequest& request);
+
 // Reads a local file: status 200, or 404 when it does not exist.
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes);
 

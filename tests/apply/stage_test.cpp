@@ -365,6 +365,40 @@ TEST_F(Stage, AWheelFromAFileUrlIsStreamedAsADownloadIs) {
   EXPECT_EQ(venvfix::testing::count_files(m_dir->path() / "cache" / "wheels"), 0u);
 }
 
+TEST_F(Stage, AWheelInTheDownloadCacheIsUnpackedAsItIsRead) {
+  // The download cache holds the wheels (`venvfix fetch` put them there): each is read from the
+  // cache into its unpacking, as a download's body is, and its members adopted, instead of being
+  // staged from the file after all were "downloaded" (apply from the cache was 0.3 s slower than
+  // from the index for the real cuDNN and cuBLAS wheels).
+  const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
+  const plan::Plan plan = cudnn_and_cublas(files);
+  std::vector<fetch::DownloadRequest> requests;
+  for (const plan::Action& action : plan.actions) {
+    const auto& install = std::get<plan::Install>(action);
+    requests.push_back({install.url, install.sha256, install.size, install.file, {}, {}});
+  }
+  fetch::Downloader downloader(m_config);
+  ASSERT_TRUE(downloader.download_all(requests));
+  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
+  ASSERT_TRUE(venv);
+  StageOptions options;
+  options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
+  const fs::path staging = m_dir->path() / "staging";
+  fs::create_directories(staging);
+  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {}, options);
+  ASSERT_TRUE(staged) << staged.error().message;
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(staged->fetched[i].from_cache);
+    EXPECT_FALSE(staged->fetched[i].streamed);
+    EXPECT_GT(staged->staged[i].install.adopted, 0u);
+    for (const wheel::InstalledFile& file : staged->staged[i].install.files) {
+      auto digest = sha256_file(staging / file.path);
+      ASSERT_TRUE(digest) << file.path;
+      EXPECT_EQ(*digest, file.sha256) << file.path;
+    }
+  }
+}
+
 TEST_F(Stage, AStreamedWheelThatCannotBeAdoptedIsReadFromItsArchive) {
   // RECORD's hash differs from the member's bytes: the arrived member is not adopted, the
   // skeleton cannot stand in for the wheel, and the wheel is downloaded again into the cache and

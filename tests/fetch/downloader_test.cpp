@@ -630,6 +630,41 @@ TEST_F(FetchDownloader, AFileUrlIsStreamedOrFollowedAsADownloadIs) {
   EXPECT_TRUE(prefix_ok);
 }
 
+TEST_F(FetchDownloader, ACacheHitIsStreamedOrFollowedAsADownloadIs) {
+  const std::string url = "file://" + (root / "files/big.bin").string();
+  const std::string bytes = testing::read_text(root / "files/big.bin");
+  auto cached = Downloader(config()).download_all(
+      std::vector<DownloadRequest>{{url, big_hash, std::nullopt, "", {}, {}}});
+  ASSERT_TRUE(cached) << cached.error().message;
+  const fs::path blob = (*cached)[0].path;
+  // Streamed: the blob's bytes in order (offered again after a refusal); the answer is the hit.
+  Collected got;
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}, collecting(got)}};
+  auto streamed = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(streamed) << streamed.error().message;
+  EXPECT_TRUE((*streamed)[0].from_cache);
+  EXPECT_FALSE((*streamed)[0].streamed);
+  EXPECT_EQ((*streamed)[0].path, blob);
+  EXPECT_EQ(got.bytes.size(), bytes.size());
+  EXPECT_TRUE(got.bytes == bytes);
+  EXPECT_GT(got.refusals, 0u);
+  // Followed: on_stored is told once, with the whole blob.
+  std::vector<std::uint64_t> stored;
+  std::string seen;
+  DownloadRequest followed{url, big_hash, std::nullopt, "", {}, {}};
+  followed.on_stored = [&](int fd, std::uint64_t size) {
+    stored.push_back(size);
+    seen.assign(size, '\0');
+    EXPECT_EQ(::pread(fd, seen.data(), size, 0), static_cast<ssize_t>(size));
+  };
+  auto hit = Downloader(config()).download_all(std::vector<DownloadRequest>{followed});
+  ASSERT_TRUE(hit) << hit.error().message;
+  EXPECT_TRUE((*hit)[0].from_cache);
+  EXPECT_EQ(stored, std::vector<std::uint64_t>{bytes.size()});
+  EXPECT_TRUE(seen == bytes);
+  expect_cache_clean(1);
+}
+
 TEST_F(FetchDownloader, AStreamedDownloadResumesOrStartsOverAsTheServerAllows) {
   Collected resumed;
   std::vector<DownloadRequest> requests = {{faults().url("/fault/reset/1/files/big.bin?stream"),

@@ -55,14 +55,15 @@ struct DownloadRequest {
   // Called on the downloading thread each time body bytes are stored: the file `fd` (readable
   // with pread while the call lasts; duplicate it to keep it) now holds bytes [0, stored) of
   // this download; a smaller `stored` than before means the stored bytes were dropped (the
-  // download starts over). Never called for a cache hit; for a file:// URL, `fd` is its copy
-  // growing in the cache. Lets a caller work on a file while it arrives (apply unpacks a
-  // wheel's members as they come).
+  // download starts over). For a file:// URL, `fd` is its copy growing in the cache; for a
+  // cache hit, the blob, told once with its whole size. Lets a caller work on a file while it
+  // arrives (apply unpacks a wheel's members as they come).
   std::function<void(int fd, std::uint64_t stored)> on_stored;
   // With a stream, a download's body goes there instead of into a file (on_stored is not
-  // called); its result has an empty path and `streamed` set. A request the cache already
-  // holds is answered from the cache as always (nothing is streamed); a file:// URL's bytes
-  // are read, hashed and streamed as a download's are (a find-links wheelhouse).
+  // called); its result has an empty path and `streamed` set. A file:// URL's bytes are read,
+  // hashed and streamed as a download's are (a find-links wheelhouse). A request the cache
+  // already holds is answered from the cache (path set, `streamed` not), its blob's bytes
+  // streamed too (not hashed again: the cache names it by its sha256).
   std::optional<BodyStream> stream;
 };
 
