@@ -127,7 +127,7 @@ Result<DownloadResult> read_local_file(const DownloadCache& cache, const Downloa
       write_to_stream(*request.stream, piece);
       return ok();
     }
-    const Status written = write_all(file->fd(), piece, file->path().string());
+    Status written = write_all(file->fd(), piece, file->path().string());
     if (written && request.on_stored) request.on_stored(file->fd(), size);
     return written;
   });

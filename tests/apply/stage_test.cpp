@@ -52,13 +52,20 @@ class Stage : public ::testing::Test {
 
   // Runs fetch_and_stage for `plan` into `staging` (created) of a fresh minimal venv, with a
   // fresh downloader; a venv that does not open fails the test.
-  Result<FetchedAndStaged> stage_in_minimal_venv(const plan::Plan& plan, const fs::path& staging) {
+  Result<FetchedAndStaged> stage_in_minimal_venv(const plan::Plan& plan, const fs::path& staging,
+                                                 const StageOptions& options = {}) {
     auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
     EXPECT_TRUE(venv) << (venv ? "" : venv.error().message);
     if (!venv) return std::move(venv).error();
     fs::create_directories(staging);
     fetch::Downloader downloader(m_config);
-    return fetch_and_stage(*venv, plan, downloader, staging, {});
+    return fetch_and_stage(*venv, plan, downloader, staging, {}, options);
+  }
+
+  StageOptions with_unpacked_cache() const {
+    StageOptions options;
+    options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
+    return options;
   }
 
   std::optional<TempDir> m_dir;
@@ -339,29 +346,29 @@ TEST_F(Stage, WithTheUnpackedCacheAWheelIsStreamedAndNoArchiveIsKept) {
   EXPECT_FALSE(fs::exists(m_dir->path() / "staging.arriving"));
 }
 
-TEST_F(Stage, AWheelFromAFileUrlIsStreamedAsADownloadIs) {
-  // A find-links wheelhouse: the plan's URLs are file:// ones. Their bytes are hashed and
-  // unpacked as they are read, as a download's are: no copy in the download cache, every
-  // library adopted, and the staged bytes RECORD's.
-  const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
-  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
-  ASSERT_TRUE(venv);
-  StageOptions options;
-  options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
-  const fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  fetch::Downloader downloader(m_config);
-  auto staged = fetch_and_stage(*venv, cudnn_and_cublas(files), downloader, staging, {}, options);
-  ASSERT_TRUE(staged) << staged.error().message;
-  for (std::size_t i = 0; i < 2; ++i) {
-    EXPECT_TRUE(staged->fetched[i].streamed);
-    EXPECT_GT(staged->staged[i].install.adopted, 0u);
-    for (const wheel::InstalledFile& file : staged->staged[i].install.files) {
+// Every wheel staged had members adopted from its arrival, and every staged file has the
+// sha256 its RECORD row says.
+void expect_adopted_as_recorded(const FetchedAndStaged& staged, const fs::path& staging) {
+  for (const StagedWheel& wheel : staged.staged) {
+    EXPECT_GT(wheel.install.adopted, 0u);
+    for (const wheel::InstalledFile& file : wheel.install.files) {
       auto digest = sha256_file(staging / file.path);
       ASSERT_TRUE(digest) << file.path;
       EXPECT_EQ(*digest, file.sha256) << file.path;
     }
   }
+}
+
+TEST_F(Stage, AWheelFromAFileUrlIsStreamedAsADownloadIs) {
+  // A find-links wheelhouse: the plan's URLs are file:// ones. Their bytes are hashed and
+  // unpacked as they are read, as a download's are: no copy in the download cache, every
+  // library adopted, and the staged bytes RECORD's.
+  const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
+  const fs::path staging = m_dir->path() / "staging";
+  auto staged = stage_in_minimal_venv(cudnn_and_cublas(files), staging, with_unpacked_cache());
+  ASSERT_TRUE(staged) << staged.error().message;
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(staged->fetched[i].streamed);
+  expect_adopted_as_recorded(*staged, staging);
   EXPECT_EQ(venvfix::testing::count_files(m_dir->path() / "cache" / "wheels"), 0u);
 }
 
@@ -377,26 +384,15 @@ TEST_F(Stage, AWheelInTheDownloadCacheIsUnpackedAsItIsRead) {
     const auto& install = std::get<plan::Install>(action);
     requests.push_back({install.url, install.sha256, install.size, install.file, {}, {}});
   }
-  fetch::Downloader downloader(m_config);
-  ASSERT_TRUE(downloader.download_all(requests));
-  auto venv = env::open_venv_at(minimal_venv(m_dir->path() / "venv"));
-  ASSERT_TRUE(venv);
-  StageOptions options;
-  options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
+  ASSERT_TRUE(fetch::Downloader(m_config).download_all(requests));
   const fs::path staging = m_dir->path() / "staging";
-  fs::create_directories(staging);
-  auto staged = fetch_and_stage(*venv, plan, downloader, staging, {}, options);
+  auto staged = stage_in_minimal_venv(plan, staging, with_unpacked_cache());
   ASSERT_TRUE(staged) << staged.error().message;
   for (std::size_t i = 0; i < 2; ++i) {
     EXPECT_TRUE(staged->fetched[i].from_cache);
     EXPECT_FALSE(staged->fetched[i].streamed);
-    EXPECT_GT(staged->staged[i].install.adopted, 0u);
-    for (const wheel::InstalledFile& file : staged->staged[i].install.files) {
-      auto digest = sha256_file(staging / file.path);
-      ASSERT_TRUE(digest) << file.path;
-      EXPECT_EQ(*digest, file.sha256) << file.path;
-    }
   }
+  expect_adopted_as_recorded(*staged, staging);
 }
 
 TEST_F(Stage, AStreamedWheelThatCannotBeAdoptedIsReadFromItsArchive) {
