@@ -79,10 +79,6 @@ Status check_against_request(const DownloadRequest& request, const fs::path& sou
   return ok();
 }
 
-}  // namespace
-
-namespace {
-
 // Reads `fd` (the file `source`) from its start in 1 MiB pieces, handing each to `each`.
 Status for_each_piece(int fd, const fs::path& source,
                       const std::function<Status(std::span<const std::byte>)>& each) {

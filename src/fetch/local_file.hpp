@@ -24,7 +24,7 @@ Result<DownloadResult> read_local_file(const DownloadCache& cache, const Downloa
 // A cache hit read as a download's body is read, so that a caller working on a wheel while it
 // arrives works the same way on a cached one: request.on_stored is told once that `blob` holds
 // all `size` bytes, or, with request.stream, the blob's bytes are handed to the stream piece by
-// piece. Not hashed again: the cache names the blob by its sha256, as for any cache hit.
+// piece. Not hashed here: DownloadCache::find re-hashed the blob, as for any cache hit.
 Status follow_cached_blob(const fs::path& blob, std::uint64_t size, const DownloadRequest& request);
 
 // Reads a local file: status 200, or 404 when it does not exist.

@@ -63,7 +63,7 @@ struct DownloadRequest {
   // called); its result has an empty path and `streamed` set. A file:// URL's bytes are read,
   // hashed and streamed as a download's are (a find-links wheelhouse). A request the cache
   // already holds is answered from the cache (path set, `streamed` not), its blob's bytes
-  // streamed too (not hashed again: the cache names it by its sha256).
+  // streamed too, after the re-hash every cache hit gets.
   std::optional<BodyStream> stream;
 };
 
