@@ -57,18 +57,18 @@ fs::path DownloadCache::blob_path(std::string_view sha256_hex) const {
   return m_root / cache_layout::wheels / "sha256" / hex.substr(0, 2) / hex;
 }
 
-std::optional<fs::path> DownloadCache::find(std::string_view sha256_hex) const {
+std::optional<fs::path> DownloadCache::stored_blob(std::string_view sha256_hex) const {
   std::string hex = to_lower_ascii(sha256_hex);
   if (!is_sha256_hex(hex) || m_root.empty()) return std::nullopt;
   fs::path path = blob_path(hex);
   std::error_code error;
   if (!fs::is_regular_file(path, error)) return std::nullopt;
-  Result<Sha256Digest> digest = sha256_file(path);
-  if (digest && to_hex(*digest) == hex) return path;
-  spdlog::warn("the cached file {} does not match its sha256; removing it and downloading again",
-               path.string());
-  ::unlink(path.c_str());
-  return std::nullopt;
+  return path;
+}
+
+void DownloadCache::remove_damaged(const fs::path& blob, std::string_view why) const {
+  spdlog::warn("the cached file {} {}; removing it and downloading again", blob.string(), why);
+  ::unlink(blob.c_str());
 }
 
 std::optional<std::string> DownloadCache::hash_for_url(std::string_view url) const {

@@ -137,18 +137,9 @@ class DownloadBatch {
     std::vector<std::string> missing;
     std::map<std::string, std::size_t> first_for_key;  // sha256 or URL → first request
     for (std::size_t i = 0; i < m_requests.size(); ++i) {
-      const DownloadRequest& request = m_requests[i];
-      VENVFIX_TRY_ASSIGN(std::optional<std::string> hex, normalised_hash(request));
-      if (std::optional<std::string> known = hex ? hex : m_cache.hash_for_url(request.url)) {
-        if (std::optional<fs::path> path = m_cache.find(*known)) {
-          std::error_code error;
-          auto size = static_cast<std::uint64_t>(fs::file_size(*path, error));
-          VENVFIX_TRY(detail::follow_cached_blob(*path, size, request));
-          m_results[i] = DownloadResult{*path, *known, size, true};
-          ++m_cached;
-          continue;
-        }
-      }
+      VENVFIX_TRY_ASSIGN(std::optional<std::string> hex, normalised_hash(m_requests[i]));
+      if (answer_from_cache(i, hex)) continue;
+      const DownloadRequest& request = this->request(i);
       std::string key = hex ? *hex : redact_url(request.url);
       if (auto [it, inserted] = first_for_key.emplace(key, i); !inserted) {
         m_duplicates_of.emplace(it->second, i);
@@ -212,6 +203,35 @@ class DownloadBatch {
     return std::optional<std::string>(std::move(hex));
   }
 
+  // Request i as it is now carried out: without its stream once a damaged cache blob was
+  // streamed to it (its follower gave up; the download goes to a file for it to read instead).
+  const DownloadRequest& request(std::size_t i) const {
+    if (auto it = m_unstreamed.find(i); it != m_unstreamed.end()) return it->second;
+    return m_requests[i];
+  }
+
+  // Answers request i from the cache when it holds the bytes named (by the request's sha256 or
+  // the one last seen for its URL); their follower gets them as it would a download's.
+  bool answer_from_cache(std::size_t i, const std::optional<std::string>& hex) {
+    const DownloadRequest& request = m_requests[i];
+    const std::optional<std::string> known = hex ? hex : m_cache.hash_for_url(request.url);
+    if (!known) return false;
+    const std::optional<fs::path> blob = m_cache.stored_blob(*known);
+    if (!blob) return false;
+    if (std::optional<std::uint64_t> size =
+            detail::follow_cached_blob(m_cache, *blob, *known, request)) {
+      m_results[i] = DownloadResult{*blob, *known, *size, true};
+      ++m_cached;
+      return true;
+    }
+    if (request.stream) {
+      DownloadRequest unstreamed = request;
+      unstreamed.stream.reset();
+      m_unstreamed.emplace(i, std::move(unstreamed));
+    }
+    return false;
+  }
+
   Status report_settled() {
     for (std::size_t i = 0; i < m_requests.size(); ++i) {
       if (m_results[i] && !m_is_duplicate[i]) VENVFIX_TRY(report(i));
@@ -242,7 +262,7 @@ class DownloadBatch {
     std::vector<Transfer*> transfers;
     std::vector<std::string> names;
     for (std::size_t index : m_to_download) {
-      const DownloadRequest& request = m_requests[index];
+      const DownloadRequest& request = this->request(index);
       if (request.stream) {
         owned.push_back(std::make_unique<Transfer>(request.url, *request.stream));
       } else {
@@ -256,7 +276,7 @@ class DownloadBatch {
     detail::TransferLoop loop(m_config, session.multi(), session.share(), &progress, "download");
     return loop.run(transfers, names, "", [&](std::size_t id, Transfer& done) -> Status {
       std::size_t index = m_to_download[id];
-      VENVFIX_TRY_ASSIGN(m_results[index], finish_download(m_cache, m_requests[index], done));
+      VENVFIX_TRY_ASSIGN(m_results[index], finish_download(m_cache, request(index), done));
       return report(index);
     });
   }
@@ -268,6 +288,7 @@ class DownloadBatch {
   std::vector<std::optional<DownloadResult>> m_results;
   std::vector<bool> m_is_duplicate;
   std::multimap<std::size_t, std::size_t> m_duplicates_of;  // first request → its duplicates
+  std::map<std::size_t, DownloadRequest> m_unstreamed;      // see request()
   std::vector<std::size_t> m_to_download;
   std::uint64_t m_known_total = 0;
   std::size_t m_cached = 0;

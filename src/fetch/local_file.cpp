@@ -1,6 +1,7 @@
 #include "local_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -135,18 +136,42 @@ Result<DownloadResult> read_local_file(const DownloadCache& cache, const Downloa
   return DownloadResult{std::move(path), actual, size, false};
 }
 
-Status follow_cached_blob(const fs::path& blob, std::uint64_t size,
-                          const DownloadRequest& request) {
-  if (!request.stream && !request.on_stored) return ok();
-  VENVFIX_TRY_ASSIGN(Fd input, open_to_read(blob));
-  if (!request.stream) {
-    request.on_stored(input.get(), size);
+namespace {
+
+// Hashes the open blob from its start, handing each piece to the request's stream if it has
+// one; the blob's digest, or the error that stopped the read.
+Result<std::string> hash_blob(int fd, const fs::path& blob, const DownloadRequest& request) {
+  Sha256 hasher;
+  VENVFIX_TRY(for_each_piece(fd, blob, [&](std::span<const std::byte> piece) -> Status {
+    hasher.update(piece);
+    if (request.stream) write_to_stream(*request.stream, piece);
     return ok();
+  }));
+  return to_hex(hasher.finish());
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
+                                                std::string_view sha256_hex,
+                                                const DownloadRequest& request) {
+  Result<Fd> input = open_to_read(blob);
+  struct stat status {};
+  if (!input || ::fstat(input->get(), &status) != 0) {
+    cache.remove_damaged(blob, "cannot be read");
+    return std::nullopt;
   }
-  return for_each_piece(input.get(), blob, [&](std::span<const std::byte> piece) -> Status {
-    write_to_stream(*request.stream, piece);
-    return ok();
-  });
+  const auto size = static_cast<std::uint64_t>(status.st_size);
+  if (request.on_stored && !request.stream) request.on_stored(input->get(), size);
+  const Result<std::string> digest = hash_blob(input->get(), blob, request);
+  if (digest && *digest == to_lower_ascii(sha256_hex)) return size;
+  // What the follower has is void: it is told so as a download's follower is when the
+  // download starts over.
+  if (request.stream) request.stream->restart();
+  if (request.on_stored && !request.stream) request.on_stored(input->get(), 0);
+  cache.remove_damaged(
+      blob, digest ? "does not match its sha256" : "cannot be read: " + digest.error().message);
+  return std::nullopt;
 }
 
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "venvfix/base/result.hpp"
@@ -22,10 +23,15 @@ Result<fs::path> local_path(std::string_view url);
 Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request);
 
 // A cache hit read as a download's body is read, so that a caller working on a wheel while it
-// arrives works the same way on a cached one: request.on_stored is told once that `blob` holds
-// all `size` bytes, or, with request.stream, the blob's bytes are handed to the stream piece by
-// piece. Not hashed here: DownloadCache::find re-hashed the blob, as for any cache hit.
-Status follow_cached_blob(const fs::path& blob, std::uint64_t size, const DownloadRequest& request);
+// arrives works the same way on a cached one, and the blob is read once: hashed as its bytes
+// are handed to request.stream piece by piece, or after request.on_stored was told that `blob`
+// holds all its bytes (the follower reads them while they are hashed). Returns the blob's size
+// when its bytes are the ones `sha256_hex` names; otherwise the follower is told to drop what it
+// had (the stream restarted, on_stored told 0 bytes), the blob is removed and none is returned:
+// the request is downloaded as if the cache had never held it.
+std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
+                                                std::string_view sha256_hex,
+                                                const DownloadRequest& request);
 
 // Reads a local file: status 200, or 404 when it does not exist.
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes);

@@ -348,15 +348,19 @@ TEST_F(Stage, WithTheUnpackedCacheAWheelIsStreamedAndNoArchiveIsKept) {
 
 // Every wheel staged had members adopted from its arrival, and every staged file has the
 // sha256 its RECORD row says.
-void expect_adopted_as_recorded(const FetchedAndStaged& staged, const fs::path& staging) {
+void expect_staged_as_recorded(const FetchedAndStaged& staged, const fs::path& staging) {
   for (const StagedWheel& wheel : staged.staged) {
-    EXPECT_GT(wheel.install.adopted, 0u);
     for (const wheel::InstalledFile& file : wheel.install.files) {
       auto digest = sha256_file(staging / file.path);
       ASSERT_TRUE(digest) << file.path;
       EXPECT_EQ(*digest, file.sha256) << file.path;
     }
   }
+}
+
+void expect_adopted_as_recorded(const FetchedAndStaged& staged, const fs::path& staging) {
+  for (const StagedWheel& wheel : staged.staged) EXPECT_GT(wheel.install.adopted, 0u);
+  expect_staged_as_recorded(staged, staging);
 }
 
 TEST_F(Stage, AWheelFromAFileUrlIsStreamedAsADownloadIs) {
@@ -393,6 +397,36 @@ TEST_F(Stage, AWheelInTheDownloadCacheIsUnpackedAsItIsRead) {
     EXPECT_FALSE(staged->fetched[i].streamed);
   }
   expect_adopted_as_recorded(*staged, staging);
+}
+
+TEST_F(Stage, AWheelWhoseCachedCopyIsDamagedIsDownloadedAgainAndStaged) {
+  // The cached wheels' last bytes are damaged (their sizes right): each is streamed into its
+  // unpacking until the hash disagrees, then downloaded into the cache and staged from there.
+  const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
+  const plan::Plan plan = cudnn_and_cublas(files);
+  std::vector<fetch::DownloadRequest> requests;
+  for (const plan::Action& action : plan.actions) {
+    const auto& install = std::get<plan::Install>(action);
+    requests.push_back({install.url, install.sha256, install.size, install.file, {}, {}});
+  }
+  auto cached = fetch::Downloader(m_config).download_all(requests);
+  ASSERT_TRUE(cached) << cached.error().message;
+  for (const fetch::DownloadResult& result : *cached) {
+    fs::permissions(result.path, fs::perms::owner_write, fs::perm_options::add);
+    std::string bytes = venvfix::testing::read_text(result.path);
+    bytes.back() = static_cast<char>(bytes.back() ^ 0x5a);
+    venvfix::testing::write_text(result.path, bytes);
+  }
+  const fs::path staging = m_dir->path() / "staging";
+  auto staged = stage_in_minimal_venv(plan, staging, with_unpacked_cache());
+  ASSERT_TRUE(staged) << staged.error().message;
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_FALSE(staged->fetched[i].from_cache);
+    EXPECT_FALSE(staged->fetched[i].streamed);
+    EXPECT_EQ(to_hex(*sha256_file((*cached)[i].path)), (*cached)[i].sha256_hex);
+    EXPECT_EQ(staged->staged[i].install.adopted, 0u);  // read from the archive
+  }
+  expect_staged_as_recorded(*staged, staging);
 }
 
 TEST_F(Stage, AStreamedWheelThatCannotBeAdoptedIsReadFromItsArchive) {

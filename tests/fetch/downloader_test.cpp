@@ -665,6 +665,51 @@ TEST_F(FetchDownloader, ACacheHitIsStreamedOrFollowedAsADownloadIs) {
   expect_cache_clean(1);
 }
 
+// Flips the blob's last byte: its size stays right, and only a hash over every byte tells.
+void damage_last_byte(const fs::path& blob) {
+  fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+  std::string bytes = testing::read_text(blob);
+  bytes.back() = static_cast<char>(bytes.back() ^ 0x5a);
+  testing::write_text(blob, bytes);
+}
+
+TEST_F(FetchDownloader, ADamagedCacheHitIsFollowedUntilItsHashDisagreesThenDownloaded) {
+  // The hit is hashed as it is handed on (read once): the follower has all its bytes before
+  // the last one shows the damage, is then told to drop them, and gets the download's instead.
+  const std::string url = plain().url("/files/big.bin");
+  const std::string bytes = testing::read_text(root / "files/big.bin");
+  auto cached = Downloader(config()).download_all(
+      std::vector<DownloadRequest>{{url, big_hash, std::nullopt, "", {}, {}}});
+  ASSERT_TRUE(cached) << cached.error().message;
+  const fs::path blob = (*cached)[0].path;
+  // Streamed: restarted once; the download then goes into the cache, for the caller to read.
+  damage_last_byte(blob);
+  Collected got;
+  std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}, collecting(got)}};
+  auto streamed = Downloader(config()).download_all(requests);
+  ASSERT_TRUE(streamed) << streamed.error().message;
+  EXPECT_FALSE((*streamed)[0].from_cache);
+  EXPECT_FALSE((*streamed)[0].streamed);
+  EXPECT_EQ((*streamed)[0].path, blob);
+  EXPECT_TRUE(testing::read_text(blob) == bytes);
+  EXPECT_EQ(got.restarts, 1u);
+  EXPECT_TRUE(got.bytes.empty());
+  // Followed: told the whole blob, then 0 bytes, then the download as it grows.
+  damage_last_byte(blob);
+  std::vector<std::uint64_t> stored;
+  DownloadRequest followed{url, big_hash, std::nullopt, "", {}, {}};
+  followed.on_stored = [&](int, std::uint64_t size) { stored.push_back(size); };
+  auto downloaded = Downloader(config()).download_all(std::vector<DownloadRequest>{followed});
+  ASSERT_TRUE(downloaded) << downloaded.error().message;
+  EXPECT_FALSE((*downloaded)[0].from_cache);
+  EXPECT_TRUE(testing::read_text(blob) == bytes);
+  ASSERT_GE(stored.size(), 3u);
+  EXPECT_EQ(stored[0], bytes.size());
+  EXPECT_EQ(stored[1], 0u);
+  EXPECT_EQ(stored.back(), bytes.size());
+  expect_cache_clean(1);
+}
+
 TEST_F(FetchDownloader, AStreamedDownloadResumesOrStartsOverAsTheServerAllows) {
   Collected resumed;
   std::vector<DownloadRequest> requests = {{faults().url("/fault/reset/1/files/big.bin?stream"),

@@ -51,8 +51,13 @@ class DownloadCache {
   const fs::path& root() const { return m_root; }
   fs::path blob_path(std::string_view sha256_hex) const;
 
-  // The blob for `sha256_hex` when present and intact (re-hashed; a damaged blob is removed).
-  std::optional<fs::path> find(std::string_view sha256_hex) const;
+  // The blob stored under `sha256_hex`, when there is one. Not re-hashed here: whoever reads it
+  // hashes what it reads (the downloader, as it hands the bytes on) and calls remove_damaged
+  // when they are not the bytes named.
+  std::optional<fs::path> stored_blob(std::string_view sha256_hex) const;
+  // Removes a blob whose bytes are not the ones its name promises, saying why: the next request
+  // for it downloads it again.
+  void remove_damaged(const fs::path& blob, std::string_view why) const;
   // The sha256 last recorded for `url` (user-info ignored); the blob itself may be gone.
   std::optional<std::string> hash_for_url(std::string_view url) const;
   Status remember_url(std::string_view url, std::string_view sha256_hex) const;

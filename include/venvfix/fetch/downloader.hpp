@@ -63,7 +63,8 @@ struct DownloadRequest {
   // called); its result has an empty path and `streamed` set. A file:// URL's bytes are read,
   // hashed and streamed as a download's are (a find-links wheelhouse). A request the cache
   // already holds is answered from the cache (path set, `streamed` not), its blob's bytes
-  // streamed too, after the re-hash every cache hit gets.
+  // streamed too and hashed on the way; if they are not the bytes named, the stream is
+  // restarted, the blob removed, and the request downloaded into a file in the cache instead.
   std::optional<BodyStream> stream;
 };
 
