@@ -44,6 +44,8 @@
 #   downloaded), beside `pip install --no-index --find-links` of it.
 # - the wheels in the download cache: `venvfix fetch` of the plan first (untimed; it leaves the
 #   .whl files in the cache), then the apply with that cache (the unpacked-wheel cache empty).
+#   And a cache that holds only the plan's first wheel (the last one's blob removed after the
+#   fetch): one wheel read from the cache, the other downloaded, in the same apply.
 # Each row also reports the peak resident set (ru_maxrss through /usr/bin/time) of its largest
 # process, the largest over the rounds.
 set -euo pipefail
@@ -196,6 +198,16 @@ fresh_venv_plan_and_fetched() {
   rm -rf "$out/wheelhouse"
 }
 fetched_cold() { venvfix_apply "$out/cache" "${1:-}" > /dev/null; }
+# The same, with the blob of the plan's last wheel removed from the download cache.
+fresh_venv_plan_and_fetched_first() {
+  fresh_venv_plan_and_fetched
+  python3 - "$out/plan.json" "$out/cache" <<'PY'
+import json, os, sys
+plan, cache = sys.argv[1], sys.argv[2]
+last = [a for a in json.load(open(plan))["actions"] if a["action"] == "install"][-1]
+os.remove(os.path.join(cache, "wheels", "sha256", last["sha256"][:2], last["sha256"]))
+PY
+}
 baseline_fetched_cold() { fetched_cold "$BASELINE"; }
 # /usr/bin/time runs first, so only the apply (and its children) has the shim.
 not_durable_cold() {
@@ -247,11 +259,13 @@ labels=("venvfix apply --snapshot (cold caches)" "venvfix apply --snapshot again
         "venvfix re-apply, --recheck-loads (no kept load verdict)"
         "venvfix apply --snapshot --find-links (local wheelhouse, cold caches)"
         "pip install --no-deps --no-index --find-links (local wheelhouse, --no-cache-dir)"
-        "venvfix apply --snapshot, the wheels in the download cache (after venvfix fetch)")
+        "venvfix apply --snapshot, the wheels in the download cache (after venvfix fetch)"
+        "venvfix apply --snapshot, the first wheel in the download cache, the other from the index")
 if [ -n "${BASELINE:-}" ]; then
   labels+=("venvfix apply --snapshot (cold caches), BASELINE"
            "venvfix apply --snapshot --find-links (local wheelhouse, cold caches), BASELINE"
-           "venvfix apply --snapshot, the wheels in the download cache (after venvfix fetch), BASELINE")
+           "venvfix apply --snapshot, the wheels in the download cache (after venvfix fetch), BASELINE"
+           "venvfix apply --snapshot, the first wheel in the download cache, the other from the index, BASELINE")
 fi
 cgroup_label="venvfix apply --snapshot (cold caches), in a ${cgroup_mb} MiB memory cgroup"
 durability_label="venvfix apply --snapshot (cold caches), fsync/fdatasync/syncfs no-ops (not durable)"
@@ -281,10 +295,12 @@ for r in $(seq "$repeat"); do
   run "${labels[9]}" fresh_venv_and_plan wheelhouse_cold
   run "${labels[10]}" fresh_venv pip_wheelhouse
   run "${labels[11]}" fresh_venv_plan_and_fetched fetched_cold
+  run "${labels[12]}" fresh_venv_plan_and_fetched_first fetched_cold
   if [ -n "${BASELINE:-}" ]; then
-    run "${labels[12]}" fresh_venv_and_plan baseline_cold
-    run "${labels[13]}" fresh_venv_and_plan baseline_wheelhouse_cold
-    run "${labels[14]}" fresh_venv_plan_and_fetched baseline_fetched_cold
+    run "${labels[13]}" fresh_venv_and_plan baseline_cold
+    run "${labels[14]}" fresh_venv_and_plan baseline_wheelhouse_cold
+    run "${labels[15]}" fresh_venv_plan_and_fetched baseline_fetched_cold
+    run "${labels[16]}" fresh_venv_plan_and_fetched_first baseline_fetched_cold
   fi
   if [ -n "$cgroup_mb" ]; then run "$cgroup_label" fresh_venv_and_plan cgroup_cold; fi
   if [ "$durability_row" = 1 ]; then run "$durability_label" fresh_venv_and_plan not_durable_cold; fi

@@ -21,6 +21,7 @@ Result<CurlLibrary> find_functions(const SharedLibrary& library) {
   VENVFIX_TRY(library.find("curl_multi_remove_handle", api.multi_remove_handle));
   VENVFIX_TRY(library.find("curl_multi_perform", api.multi_perform));
   VENVFIX_TRY(library.find("curl_multi_poll", api.multi_poll));
+  VENVFIX_TRY(library.find("curl_multi_wakeup", api.multi_wakeup));
   VENVFIX_TRY(library.find("curl_multi_info_read", api.multi_info_read));
   VENVFIX_TRY(library.find("curl_multi_cleanup", api.multi_cleanup));
   VENVFIX_TRY(library.find("curl_share_init", api.share_init));

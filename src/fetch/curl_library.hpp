@@ -31,6 +31,7 @@ struct CurlLibrary {
   decltype(&::curl_multi_remove_handle) multi_remove_handle = nullptr;
   decltype(&::curl_multi_perform) multi_perform = nullptr;
   decltype(&::curl_multi_poll) multi_poll = nullptr;
+  decltype(&::curl_multi_wakeup) multi_wakeup = nullptr;
   decltype(&::curl_multi_info_read) multi_info_read = nullptr;
   decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
   decltype(&::curl_share_init) share_init = nullptr;

@@ -8,11 +8,15 @@
 #include <cerrno>
 #include <map>
 #include <optional>
+#include <stop_token>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
+#include "curl_library.hpp"
 #include "curl_support.hpp"
 #include "local_file.hpp"
+#include "local_reads.hpp"
 #include "progress.hpp"
 #include "transfer.hpp"
 #include "transfer_loop.hpp"
@@ -119,8 +123,10 @@ Result<std::vector<DownloadResult>> Downloader::download_all(
 
 namespace {
 
-// One download_each call: sorts the requests into cache hits, duplicates, file:// copies and
-// transfers, then reports each result (a duplicate right after its first) as it is settled.
+// One download_each call: sorts the requests into cache hits, duplicates, file:// reads and
+// transfers, then settles them: the reads that need no network on a thread of their own while
+// the transfers run (LocalReads), each result reported on this thread as it is settled (a
+// duplicate right after its first).
 class DownloadBatch {
  public:
   DownloadBatch(const FetchConfig& config, const DownloadCache& cache,
@@ -132,51 +138,26 @@ class DownloadBatch {
         m_results(requests.size()),
         m_is_duplicate(requests.size(), false) {}
 
-  // Settles what needs no network; fails on a bad request, or offline with files missing.
+  // Reads nothing yet; fails on a bad request, or offline with files missing.
   Status sort() {
     std::vector<std::string> missing;
-    std::map<std::string, std::size_t> first_for_key;  // sha256 or URL → first request
     for (std::size_t i = 0; i < m_requests.size(); ++i) {
       VENVFIX_TRY_ASSIGN(std::optional<std::string> hex, normalised_hash(m_requests[i]));
-      if (answer_from_cache(i, hex)) continue;
-      const DownloadRequest& request = this->request(i);
-      std::string key = hex ? *hex : redact_url(request.url);
-      if (auto [it, inserted] = first_for_key.emplace(key, i); !inserted) {
-        m_duplicates_of.emplace(it->second, i);
-        m_is_duplicate[i] = true;
+      if (std::optional<LocalRead> hit = cache_hit(i, hex)) {
+        m_local.push_back(std::move(*hit));
         continue;
       }
-      if (detail::has_scheme(request.url, "file")) {
-        VENVFIX_TRY_ASSIGN(m_results[i], detail::read_local_file(m_cache, request));
-        continue;
-      }
-      if (!detail::has_scheme(request.url, "http") && !detail::has_scheme(request.url, "https")) {
-        return make_error(ExitCode::usage,
-                          "cannot download {}: only http, https and file URLs work",
-                          redact_url(request.url));
-      }
-      if (blocked_offline(m_config, request.url)) {
-        missing.push_back(fmt::format("{} ({})", default_name(request), redact_url(request.url)));
-        continue;
-      }
-      m_to_download.push_back(i);
-      m_known_total += request.size.value_or(0);
+      VENVFIX_TRY(route(i, hex ? *hex : redact_url(m_requests[i].url), missing));
     }
-    if (missing.empty()) return ok();
-    return make_error(ExitCode::network, "offline, and {} file{} not in the cache {}: {}",
-                      missing.size(), missing.size() == 1 ? " is" : "s are",
-                      m_cache.root().string(), join(missing, ", "));
+    return offline_error(missing);
   }
 
-  // Cache hits and file:// copies, in request order, then the transfers as they finish.
+  // Every request settled and reported; then those whose cached blob turned out damaged,
+  // downloaded as if the cache had never held them.
   Status settle(detail::CurlSession& session) {
     detail::Progress progress(m_config.progress, m_requests.size(), m_known_total);
-    for (std::size_t i = 0; i < m_cached; ++i) progress.from_cache();
-    Status status = report_settled();
-    if (status && !m_to_download.empty()) {
-      status = session.open();
-      if (status) status = transfer(session, progress);
-    }
+    Status status = settle_sorted(session, progress);
+    if (status) status = settle_damaged(session, progress);
     if (!status) {
       progress.clear();
       return status;
@@ -193,6 +174,15 @@ class DownloadBatch {
   }
 
  private:
+  // A request answered without the network: a blob of the cache (`blob`, holding the bytes
+  // `known` names unless it turns out `damaged`) or, with no blob, a file:// URL.
+  struct LocalRead {
+    std::size_t index;
+    fs::path blob;
+    std::string known;
+    bool damaged = false;  // set by read_locally, on the reading thread
+  };
+
   static Result<std::optional<std::string>> normalised_hash(const DownloadRequest& request) {
     if (!request.sha256_hex) return std::optional<std::string>();
     std::string hex = to_lower_ascii(*request.sha256_hex);
@@ -205,38 +195,127 @@ class DownloadBatch {
 
   // Request i as it is now carried out: without its stream once a damaged cache blob was
   // streamed to it (its follower gave up; the download goes to a file for it to read instead).
+  // Only settle_damaged adds to m_unstreamed, while no other thread reads it.
   const DownloadRequest& request(std::size_t i) const {
     if (auto it = m_unstreamed.find(i); it != m_unstreamed.end()) return it->second;
     return m_requests[i];
   }
 
-  // Answers request i from the cache when it holds the bytes named (by the request's sha256 or
-  // the one last seen for its URL); their follower gets them as it would a download's.
-  bool answer_from_cache(std::size_t i, const std::optional<std::string>& hex) {
-    const DownloadRequest& request = m_requests[i];
-    const std::optional<std::string> known = hex ? hex : m_cache.hash_for_url(request.url);
-    if (!known) return false;
-    const std::optional<fs::path> blob = m_cache.stored_blob(*known);
-    if (!blob) return false;
-    if (std::optional<std::uint64_t> size =
-            detail::follow_cached_blob(m_cache, *blob, *known, request)) {
-      m_results[i] = DownloadResult{*blob, *known, *size, true};
-      ++m_cached;
-      return true;
-    }
-    if (request.stream) {
-      DownloadRequest unstreamed = request;
-      unstreamed.stream.reset();
-      m_unstreamed.emplace(i, std::move(unstreamed));
-    }
-    return false;
+  // The cache's blob for request i (by its sha256, or the one last seen for its URL), if any.
+  std::optional<LocalRead> cache_hit(std::size_t i, const std::optional<std::string>& hex) const {
+    std::optional<std::string> known = hex ? hex : m_cache.hash_for_url(m_requests[i].url);
+    if (!known) return std::nullopt;
+    std::optional<fs::path> blob = m_cache.stored_blob(*known);
+    if (!blob) return std::nullopt;
+    return LocalRead{i, std::move(*blob), std::move(*known)};
   }
 
-  Status report_settled() {
-    for (std::size_t i = 0; i < m_requests.size(); ++i) {
-      if (m_results[i] && !m_is_duplicate[i]) VENVFIX_TRY(report(i));
+  // Request i, not answered by the cache: a duplicate of an earlier request with the same
+  // `key` (its sha256, else its URL), a file:// read, or a transfer (offline, only where it may
+  // reach; else it is named in `missing`).
+  Status route(std::size_t i, const std::string& key, std::vector<std::string>& missing) {
+    const DownloadRequest& request = this->request(i);
+    if (auto [it, inserted] = m_first_for_key.emplace(key, i); !inserted) {
+      m_duplicates_of.emplace(it->second, i);
+      m_is_duplicate[i] = true;
+      return ok();
     }
+    if (detail::has_scheme(request.url, "file")) {
+      m_local.push_back(LocalRead{i, {}, {}});
+      return ok();
+    }
+    if (!detail::has_scheme(request.url, "http") && !detail::has_scheme(request.url, "https")) {
+      return make_error(ExitCode::usage, "cannot download {}: only http, https and file URLs work",
+                        redact_url(request.url));
+    }
+    if (blocked_offline(m_config, request.url)) {
+      missing.push_back(fmt::format("{} ({})", default_name(request), redact_url(request.url)));
+      return ok();
+    }
+    m_to_download.push_back(i);
+    m_known_total += request.size.value_or(0);
     return ok();
+  }
+
+  Status offline_error(const std::vector<std::string>& missing) const {
+    if (missing.empty()) return ok();
+    return make_error(ExitCode::network, "offline, and {} file{} not in the cache {}: {}",
+                      missing.size(), missing.size() == 1 ? " is" : "s are",
+                      m_cache.root().string(), join(missing, ", "));
+  }
+
+  // m_local and m_to_download: without transfers the reads run here one after another, in
+  // request order; with both, the reads run on their own thread while the transfers run here.
+  Status settle_sorted(detail::CurlSession& session, detail::Progress& progress) {
+    if (m_to_download.empty()) {
+      for (std::size_t k = 0; k < m_local.size(); ++k) {
+        VENVFIX_TRY(read_locally(k, std::stop_token()));
+        VENVFIX_TRY(settled_locally(k, progress));
+      }
+      return ok();
+    }
+    VENVFIX_TRY(session.open());
+    if (m_local.empty()) return transfer(session, progress, {});
+    CURLM* multi = session.multi();
+    detail::LocalReads reads(
+        m_local.size(),
+        [this](std::size_t k, const std::stop_token& stop) { return read_locally(k, stop); },
+        [multi] { detail::libcurl().multi_wakeup(multi); });
+    const auto report_reads = [&](std::vector<detail::LocalReads::Finished> finished) -> Status {
+      for (detail::LocalReads::Finished& read : finished) {
+        if (!read.status) return std::move(read.status).error();
+        VENVFIX_TRY(settled_locally(read.k, progress));
+      }
+      return ok();
+    };
+    VENVFIX_TRY(transfer(session, progress, [&] { return report_reads(reads.take_finished()); }));
+    return report_reads(reads.wait());
+  }
+
+  // Read k of m_local, on whichever thread settle_sorted runs it: its result or `damaged` set.
+  Status read_locally(std::size_t k, const std::stop_token& stop) {
+    LocalRead& read = m_local[k];
+    const DownloadRequest& request = this->request(read.index);
+    if (read.blob.empty()) {
+      VENVFIX_TRY_ASSIGN(m_results[read.index], detail::read_local_file(m_cache, request, stop));
+      return ok();
+    }
+    const std::optional<std::uint64_t> size =
+        detail::follow_cached_blob(m_cache, read.blob, read.known, request, stop);
+    if (size) m_results[read.index] = DownloadResult{read.blob, read.known, *size, true};
+    read.damaged = !size;
+    return ok();
+  }
+
+  // On this thread, once read k is done: reported, or put aside to be downloaded.
+  Status settled_locally(std::size_t k, detail::Progress& progress) {
+    const LocalRead& read = m_local[k];
+    if (read.damaged) {
+      m_damaged.push_back(read.index);
+      return ok();
+    }
+    if (!read.blob.empty()) progress.from_cache();
+    return report(read.index);
+  }
+
+  // The requests whose cached blob was damaged (removed by now), routed again and settled; a
+  // streamed one goes into a file this time (see request()). Each is its own: none is taken
+  // for a duplicate of a request settled before.
+  Status settle_damaged(detail::CurlSession& session, detail::Progress& progress) {
+    if (m_damaged.empty()) return ok();
+    m_local.clear();
+    m_to_download.clear();
+    std::vector<std::string> missing;
+    for (std::size_t i : std::exchange(m_damaged, {})) {
+      if (m_requests[i].stream) {
+        DownloadRequest unstreamed = m_requests[i];
+        unstreamed.stream.reset();
+        m_unstreamed.emplace(i, std::move(unstreamed));
+      }
+      VENVFIX_TRY(route(i, fmt::format("damaged cache entry {}", i), missing));
+    }
+    VENVFIX_TRY(offline_error(missing));
+    return settle_sorted(session, progress);
   }
 
   // Reports request `index` (whose result is set) and then each request that duplicates it.
@@ -257,7 +336,8 @@ class DownloadBatch {
     return ok();
   }
 
-  Status transfer(const detail::CurlSession& session, detail::Progress& progress) {
+  Status transfer(const detail::CurlSession& session, detail::Progress& progress,
+                  const detail::TransferLoop::BetweenPolls& between_polls) {
     std::vector<std::unique_ptr<Transfer>> owned;
     std::vector<Transfer*> transfers;
     std::vector<std::string> names;
@@ -274,11 +354,14 @@ class DownloadBatch {
       names.push_back(default_name(m_requests[index]));
     }
     detail::TransferLoop loop(m_config, session.multi(), session.share(), &progress, "download");
-    return loop.run(transfers, names, "", [&](std::size_t id, Transfer& done) -> Status {
-      std::size_t index = m_to_download[id];
-      VENVFIX_TRY_ASSIGN(m_results[index], finish_download(m_cache, request(index), done));
-      return report(index);
-    });
+    return loop.run(
+        transfers, names, "",
+        [&](std::size_t id, Transfer& done) -> Status {
+          std::size_t index = m_to_download[id];
+          VENVFIX_TRY_ASSIGN(m_results[index], finish_download(m_cache, request(index), done));
+          return report(index);
+        },
+        between_polls);
   }
 
   const FetchConfig& m_config;
@@ -287,11 +370,13 @@ class DownloadBatch {
   const Downloader::OnDownloaded& m_on_done;
   std::vector<std::optional<DownloadResult>> m_results;
   std::vector<bool> m_is_duplicate;
+  std::map<std::string, std::size_t> m_first_for_key;       // sha256 or URL → first request
   std::multimap<std::size_t, std::size_t> m_duplicates_of;  // first request → its duplicates
   std::map<std::size_t, DownloadRequest> m_unstreamed;      // see request()
+  std::vector<LocalRead> m_local;
   std::vector<std::size_t> m_to_download;
+  std::vector<std::size_t> m_damaged;  // requests whose cached blob was not the bytes named
   std::uint64_t m_known_total = 0;
-  std::size_t m_cached = 0;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -58,13 +59,21 @@ Result<fs::path> local_path(std::string_view url) {
 
 namespace {
 
+Error stopped_reading(const fs::path& source) {
+  return make_error(ExitCode::error, "reading {} was stopped", source.string());
+}
+
 // Hands `bytes` to the stream, waiting while it has no room for them, as a paused transfer waits
-// (offered again once can_take says they fit, looked at every millisecond).
-void write_to_stream(const BodyStream& stream, std::span<const std::byte> bytes) {
+// (offered again once can_take says they fit, looked at every millisecond), unless stopped.
+Status write_to_stream(const BodyStream& stream, std::span<const std::byte> bytes,
+                       const fs::path& source, const std::stop_token& stop) {
   while (!stream.write(bytes)) {
-    while (!stream.can_take(bytes.size()))
+    while (!stream.can_take(bytes.size())) {
+      if (stop.stop_requested()) return stopped_reading(source);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
+  return ok();
 }
 
 Status check_against_request(const DownloadRequest& request, const fs::path& source,
@@ -81,10 +90,11 @@ Status check_against_request(const DownloadRequest& request, const fs::path& sou
 }
 
 // Reads `fd` (the file `source`) from its start in 1 MiB pieces, handing each to `each`.
-Status for_each_piece(int fd, const fs::path& source,
+Status for_each_piece(int fd, const fs::path& source, const std::stop_token& stop,
                       const std::function<Status(std::span<const std::byte>)>& each) {
   std::vector<std::byte> buffer(1u << 20);
   for (;;) {
+    if (stop.stop_requested()) return stopped_reading(source);
     const ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
@@ -107,7 +117,8 @@ Result<Fd> open_to_read(const fs::path& source) {
 
 }  // namespace
 
-Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request) {
+Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request,
+                                       const std::stop_token& stop) {
   VENVFIX_TRY_ASSIGN(fs::path source, local_path(request.url));
   VENVFIX_TRY_ASSIGN(Fd input, open_to_read(source));
   std::optional<CacheTempFile> file;  // none when streamed
@@ -117,17 +128,15 @@ Result<DownloadResult> read_local_file(const DownloadCache& cache, const Downloa
   }
   Sha256 hasher;
   std::uint64_t size = 0;
-  const Status read = for_each_piece(input.get(), source, [&](std::span<const std::byte> piece) {
-    hasher.update(piece);
-    size += piece.size();
-    if (request.stream) {
-      write_to_stream(*request.stream, piece);
-      return ok();
-    }
-    Status written = write_all(file->fd(), piece, file->path().string());
-    if (written && request.on_stored) request.on_stored(file->fd(), size);
-    return written;
-  });
+  const Status read =
+      for_each_piece(input.get(), source, stop, [&](std::span<const std::byte> piece) {
+        hasher.update(piece);
+        size += piece.size();
+        if (request.stream) return write_to_stream(*request.stream, piece, source, stop);
+        Status written = write_all(file->fd(), piece, file->path().string());
+        if (written && request.on_stored) request.on_stored(file->fd(), size);
+        return written;
+      });
   if (!read) return read.error();
   const std::string actual = to_hex(hasher.finish());
   VENVFIX_TRY(check_against_request(request, source, actual, size));
@@ -140,12 +149,12 @@ namespace {
 
 // Hashes the open blob from its start, handing each piece to the request's stream if it has
 // one; the blob's digest, or the error that stopped the read.
-Result<std::string> hash_blob(int fd, const fs::path& blob, const DownloadRequest& request) {
+Result<std::string> hash_blob(int fd, const fs::path& blob, const DownloadRequest& request,
+                              const std::stop_token& stop) {
   Sha256 hasher;
-  VENVFIX_TRY(for_each_piece(fd, blob, [&](std::span<const std::byte> piece) -> Status {
+  VENVFIX_TRY(for_each_piece(fd, blob, stop, [&](std::span<const std::byte> piece) -> Status {
     hasher.update(piece);
-    if (request.stream) write_to_stream(*request.stream, piece);
-    return ok();
+    return request.stream ? write_to_stream(*request.stream, piece, blob, stop) : ok();
   }));
   return to_hex(hasher.finish());
 }
@@ -154,7 +163,8 @@ Result<std::string> hash_blob(int fd, const fs::path& blob, const DownloadReques
 
 std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
                                                 std::string_view sha256_hex,
-                                                const DownloadRequest& request) {
+                                                const DownloadRequest& request,
+                                                const std::stop_token& stop) {
   Result<Fd> input = open_to_read(blob);
   struct stat status {};
   if (!input || ::fstat(input->get(), &status) != 0) {
@@ -163,8 +173,9 @@ std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, cons
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);
   if (request.on_stored && !request.stream) request.on_stored(input->get(), size);
-  const Result<std::string> digest = hash_blob(input->get(), blob, request);
+  const Result<std::string> digest = hash_blob(input->get(), blob, request, stop);
   if (digest && *digest == to_lower_ascii(sha256_hex)) return size;
+  if (stop.stop_requested()) return std::nullopt;  // the batch failed: the blob may be intact
   // What the follower has is void: it is told so as a download's follower is when the
   // download starts over.
   if (request.stream) request.stream->restart();

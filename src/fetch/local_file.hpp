@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string_view>
 
 #include "venvfix/base/result.hpp"
@@ -20,7 +21,9 @@ Result<fs::path> local_path(std::string_view url);
 // piece) or, with request.stream, handed to the stream piece by piece and written nowhere. What
 // the caller gets is the copy or the bytes that were hashed, never the original file, so later
 // changes to the original cannot slip past the hash check.
-Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request);
+// Stops early (an Error) once `stop` is requested.
+Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request,
+                                       const std::stop_token& stop = std::stop_token());
 
 // A cache hit read as a download's body is read, so that a caller working on a wheel while it
 // arrives works the same way on a cached one, and the blob is read once: hashed as its bytes
@@ -28,10 +31,12 @@ Result<DownloadResult> read_local_file(const DownloadCache& cache, const Downloa
 // holds all its bytes (the follower reads them while they are hashed). Returns the blob's size
 // when its bytes are the ones `sha256_hex` names; otherwise the follower is told to drop what it
 // had (the stream restarted, on_stored told 0 bytes), the blob is removed and none is returned:
-// the request is downloaded as if the cache had never held it.
+// the request is downloaded as if the cache had never held it. Once `stop` is requested it
+// stops early and returns none, leaving the blob.
 std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
                                                 std::string_view sha256_hex,
-                                                const DownloadRequest& request);
+                                                const DownloadRequest& request,
+                                                const std::stop_token& stop = std::stop_token());
 
 // Reads a local file: status 200, or 404 when it does not exist.
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes);

@@ -188,7 +188,8 @@ void TransferLoop::wait_for_work(const RunState& state) {
 }
 
 Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std::string>& names,
-                         const std::string& accept, const OnComplete& on_complete) {
+                         const std::string& accept, const OnComplete& on_complete,
+                         const BetweenPolls& between_polls) {
   RunState state{std::move(transfers),
                  names,
                  accept,
@@ -203,6 +204,12 @@ Status TransferLoop::run(std::vector<Transfer*> transfers, const std::vector<std
     libcurl().multi_perform(m_multi, &running);
     resume_paused(state);
     VENVFIX_TRY(collect_finished(state, on_complete));
+    if (between_polls) {
+      if (Status status = between_polls(); !status) {
+        abandon_all(state);
+        return status;
+      }
+    }
     show_progress(state);
     if (state.done()) break;
     // A slot freed by a finished transfer is filled at once, not after the next poll.

@@ -18,6 +18,9 @@ class TransferLoop {
   // Called once per transfer whose last attempt completed at the HTTP level (any status that
   // is not retried); an Error stops the whole loop.
   using OnComplete = std::function<Status(std::size_t id, Transfer&)>;
+  // Called after every round of curl's work (and after curl_multi_wakeup ends a wait): other
+  // work the caller settles on this thread meanwhile; an Error stops the whole loop.
+  using BetweenPolls = std::function<Status()>;
 
   // `verb` words the errors: "download" (files) or "fetch" (pages).
   TransferLoop(const FetchConfig& config, CURLM* multi, CURLSH* share, Progress* progress,
@@ -27,7 +30,8 @@ class TransferLoop {
   // 429/5xx responses are retried (always true for downloads; page fetches too).
   // Returns the first error; transfers still in flight are then abandoned.
   Status run(std::vector<Transfer*> transfers, const std::vector<std::string>& names,
-             const std::string& accept, const OnComplete& on_complete);
+             const std::string& accept, const OnComplete& on_complete,
+             const BetweenPolls& between_polls = {});
 
  private:
   enum class Outcome { complete, retry, failed };

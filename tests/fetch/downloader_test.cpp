@@ -490,7 +490,6 @@ TEST_F(FetchDownloader, DownloadEachReportsEveryRequestOnceAsItCompletes) {
       });
   ASSERT_TRUE(result) << result.error().message;
   ASSERT_EQ(order.size(), requests.size());
-  EXPECT_EQ(order.front(), 0u);  // cache hits first
   auto at = [&](std::size_t i) { return std::find(order.begin(), order.end(), i) - order.begin(); };
   EXPECT_EQ(at(6), at(2) + 1);  // the duplicate right after its first
   std::vector<std::size_t> sorted = order;
@@ -734,6 +733,85 @@ TEST_F(FetchDownloader, AStreamedDownloadResumesOrStartsOverAsTheServerAllows) {
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_EQ(restarted.bytes, testing::read_text(root / "files/big.bin"));
   EXPECT_EQ(restarted.restarts, 1u);
+  expect_cache_clean(0);
+}
+
+// A stream that takes nothing until `open()` says so, then collects the bytes.
+BodyStream held_until(const std::function<bool()>& open, std::string& into) {
+  return BodyStream{[open, &into](std::span<const std::byte> bytes) {
+                      if (!open()) return false;
+                      into.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+                      return true;
+                    },
+                    [open](std::size_t) { return open(); }, [&into] { into.clear(); }};
+}
+
+TEST_F(FetchDownloader, ReadsThatNeedNoNetworkRunWhileTheTransfersDo) {
+  // A file:// request, then a cache hit, each streamed into a stream that takes nothing until
+  // the http request beside it was reported: both are reported in time only if the local read
+  // does not hold the transfer back. A deadline lets the stream go in the end, so that a failure
+  // is an assertion, not a hang.
+  const std::string bytes = testing::read_text(root / "files/big.bin");
+  const std::string file_url = "file://" + (root / "files/big.bin").string();
+  for (const bool cached : {false, true}) {
+    if (cached) {
+      ASSERT_TRUE(Downloader(config()).download_all(
+          std::vector<DownloadRequest>{{file_url, big_hash, std::nullopt, "", {}, {}}}));
+    }
+    std::atomic<bool> reported{false};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::string streamed;
+    const auto open = [&] { return reported || std::chrono::steady_clock::now() > deadline; };
+    std::vector<DownloadRequest> requests = {
+        {file_url, big_hash, std::nullopt, "", {}, held_until(open, streamed)},
+        // Not in the cache yet (the first round's download is).
+        {plain().url(cached ? "/many/5.whl" : "/files/small.bin"),
+         std::nullopt,
+         std::nullopt,
+         "",
+         {},
+         {}}};
+    std::vector<std::size_t> order;
+    auto result = Downloader(config()).download_each(
+        requests, [&](std::size_t i, const DownloadResult&) -> Status {
+          order.push_back(i);
+          reported = reported || i == 1;
+          return ok();
+        });
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_EQ(order, (std::vector<std::size_t>{1, 0})) << "cached: " << cached;
+    EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "cached: " << cached;
+    EXPECT_EQ((*result)[0].from_cache, cached);
+    EXPECT_TRUE(streamed == bytes) << "cached: " << cached;
+  }
+}
+
+TEST_F(FetchDownloader, AFailedTransferStopsTheLocalReadsAndAFailedReadTheTransfers) {
+  const std::string file_url = "file://" + (root / "files/big.bin").string();
+  // The transfer fails (404) while the file's stream takes nothing (for 20 s): the read is
+  // stopped, not waited for.
+  std::string streamed;
+  const auto start = std::chrono::steady_clock::now();
+  const auto after_20_s = [&] {
+    return std::chrono::steady_clock::now() > start + std::chrono::seconds(20);
+  };
+  std::vector<DownloadRequest> requests = {
+      {file_url, big_hash, std::nullopt, "", {}, held_until(after_20_s, streamed)},
+      {plain().url("/files/missing.bin"), std::nullopt, std::nullopt, "", {}, {}}};
+  auto failed = Downloader(config()).download_all(requests);
+  expect_network_error(failed, "missing.bin", "HTTP 404");
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  EXPECT_LT(elapsed(), 4.0);
+  // The file is not the bytes named, while a transfer stalls: the stalled transfer is abandoned,
+  // the error names the file, and no temporary file is left.
+  requests = {
+      {file_url, small_hash, std::nullopt, "", {}, {}},
+      {faults().url("/fault/stall/99/files/big.bin?each"), big_hash, std::nullopt, "", {}, {}}};
+  auto refused = Downloader(config()).download_all(requests);
+  expect_network_error(refused, (root / "files/big.bin").string() + " is", "was expected");
+  EXPECT_LT(elapsed(), 8.0);
   expect_cache_clean(0);
 }
 

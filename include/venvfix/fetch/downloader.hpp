@@ -34,7 +34,8 @@ namespace fs = std::filesystem;
 // the cache. apply streams a wheel straight into the members it unpacks when its unpacked-wheel
 // cache keeps the installed form.
 struct BodyStream {
-  // The body's next bytes, on the downloading thread, in order: takes all of them and returns
+  // The body's next bytes, in order, on one thread at a time (curl's, or for a cache hit or a
+  // file:// URL read while transfers run, the thread reading it): takes all of them and returns
   // true, or takes none and returns false while it has no room for them. The transfer then
   // pauses (the others go on) and offers the same bytes again once can_take says they fit.
   std::function<bool(std::span<const std::byte>)> write;
@@ -103,9 +104,12 @@ class Downloader {
 
   // Called once for each request as soon as its file is in the cache and checked, so that the
   // caller can start on it (stage wheel k) while the others still download. `request` is the
-  // position in the span. Calls come from the thread that called download_each: cache hits and
-  // file:// copies first, in request order, then downloads as they complete; a request that
-  // duplicates another is reported right after it. An Error returned stops everything like a
+  // position in the span. Calls come from the thread that called download_each, each as soon as
+  // its request is settled: cache hits and file:// reads are read on a thread of their own while
+  // the transfers run (in request order among themselves; without transfers, on the caller's
+  // thread), so they and the downloads are reported as each ends; a request that duplicates
+  // another is reported right after it. A cache hit whose blob turns out damaged is downloaded
+  // after the rest and reported then. An Error returned stops everything like a
   // failed download (transfers abandoned, temporary files removed). The transfers wait while it
   // runs: hand long work to another thread.
   using OnDownloaded = std::function<Status(std::size_t request, const DownloadResult& result)>;
