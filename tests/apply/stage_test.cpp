@@ -62,6 +62,16 @@ class Stage : public ::testing::Test {
     return fetch_and_stage(*venv, plan, downloader, staging, {}, options);
   }
 
+  // The plan's wheels into the download cache, as `venvfix fetch` leaves them.
+  Result<std::vector<fetch::DownloadResult>> fetch_into_download_cache(const plan::Plan& plan) {
+    std::vector<fetch::DownloadRequest> requests;
+    for (const plan::Action& action : plan.actions) {
+      const auto& install = std::get<plan::Install>(action);
+      requests.push_back({install.url, install.sha256, install.size, install.file, {}, {}});
+    }
+    return fetch::Downloader(m_config).download_all(requests);
+  }
+
   StageOptions with_unpacked_cache() const {
     StageOptions options;
     options.unpacked_cache = m_dir->path() / "cache" / "unpacked";
@@ -383,12 +393,7 @@ TEST_F(Stage, AWheelInTheDownloadCacheIsUnpackedAsItIsRead) {
   // from the index for the real cuDNN and cuBLAS wheels).
   const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
   const plan::Plan plan = cudnn_and_cublas(files);
-  std::vector<fetch::DownloadRequest> requests;
-  for (const plan::Action& action : plan.actions) {
-    const auto& install = std::get<plan::Install>(action);
-    requests.push_back({install.url, install.sha256, install.size, install.file, {}, {}});
-  }
-  ASSERT_TRUE(fetch::Downloader(m_config).download_all(requests));
+  ASSERT_TRUE(fetch_into_download_cache(plan));
   const fs::path staging = m_dir->path() / "staging";
   auto staged = stage_in_minimal_venv(plan, staging, with_unpacked_cache());
   ASSERT_TRUE(staged) << staged.error().message;
@@ -404,12 +409,7 @@ TEST_F(Stage, AWheelWhoseCachedCopyIsDamagedIsDownloadedAgainAndStaged) {
   // unpacking until the hash disagrees, then downloaded into the cache and staged from there.
   const std::string files = "file://" + venvfix::testing::test_world().wheels_dir.string();
   const plan::Plan plan = cudnn_and_cublas(files);
-  std::vector<fetch::DownloadRequest> requests;
-  for (const plan::Action& action : plan.actions) {
-    const auto& install = std::get<plan::Install>(action);
-    requests.push_back({install.url, install.sha256, install.size, install.file, {}, {}});
-  }
-  auto cached = fetch::Downloader(m_config).download_all(requests);
+  auto cached = fetch_into_download_cache(plan);
   ASSERT_TRUE(cached) << cached.error().message;
   for (const fetch::DownloadResult& result : *cached) {
     fs::permissions(result.path, fs::perms::owner_write, fs::perm_options::add);
