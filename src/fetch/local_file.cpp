@@ -172,14 +172,15 @@ std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, cons
     return std::nullopt;
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);
-  if (request.on_stored && !request.stream) request.on_stored(input->get(), size);
+  const bool told_stored = request.on_stored && !request.stream;  // a stream gets the bytes
+  if (told_stored) request.on_stored(input->get(), size);
   const Result<std::string> digest = hash_blob(input->get(), blob, request, stop);
   if (digest && *digest == to_lower_ascii(sha256_hex)) return size;
   if (stop.stop_requested()) return std::nullopt;  // the batch failed: the blob may be intact
   // What the follower has is void: it is told so as a download's follower is when the
   // download starts over.
   if (request.stream) request.stream->restart();
-  if (request.on_stored && !request.stream) request.on_stored(input->get(), 0);
+  if (told_stored) request.on_stored(input->get(), 0);
   cache.remove_damaged(
       blob, digest ? "does not match its sha256" : "cannot be read: " + digest.error().message);
   return std::nullopt;

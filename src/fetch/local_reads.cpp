@@ -20,7 +20,6 @@ void LocalReads::run(const std::stop_token& stop, std::size_t count) {
     {
       std::lock_guard lock(m_mutex);
       m_finished.push_back({k, std::move(status)});
-      m_all_done = k + 1 == count;
     }
     m_changed.notify_all();
     m_wake();
