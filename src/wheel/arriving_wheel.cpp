@@ -208,12 +208,22 @@ struct ArrivingWheel::State {
                   [&](std::span<const std::byte> piece) { return bool(out(piece)); });
   }
 
-  bool inflate(std::uint64_t offset, const LocalHeader& header, const Sink& out) {
+  // Inflates into `out`, or with a pipe straight into the pipe's ring (no copy on the way).
+  bool inflate(std::uint64_t offset, const LocalHeader& header, const Sink& out,
+               detail::MemberPipe* pipe) {
     inflater->start(header.size);
+    std::optional<detail::StreamInflater::Target> into_pipe;
+    if (pipe != nullptr) {
+      into_pipe.emplace(detail::StreamInflater::Target{[pipe] { return pipe->next_slot(); },
+                                                       [pipe](std::size_t n) -> Status {
+                                                         pipe->commit(n);
+                                                         return ok();
+                                                       }});
+    }
     bool finished = false;
     const bool read = follow(offset, header.compressed_size, [&](std::span<const std::byte> piece) {
       if (finished) return false;  // bytes after the end of the stream: not this reader's zip
-      auto step = inflater->feed(piece, out);
+      auto step = into_pipe ? inflater->feed(piece, *into_pipe) : inflater->feed(piece, out);
       if (!step || step->outcome.failure != detail::InflateFailure::none) return false;
       finished = step->finished;
       return !finished || step->consumed == piece.size();
@@ -269,8 +279,9 @@ struct ArrivingWheel::State {
     };
     // The skeleton keeps what read_wheel reads: the metadata in *.dist-info, not the rest.
     skeleton_data = in_dist_info(member.name);
-    bool read = header.method == k_stored ? copy_stored(member.data_offset, header, sink)
-                                          : inflate(member.data_offset, header, sink);
+    bool read = header.method == k_stored
+                    ? copy_stored(member.data_offset, header, sink)
+                    : inflate(member.data_offset, header, sink, pipe ? &*pipe : nullptr);
     skeleton_data = true;
     if (pipe) read = read && bool(pipe->finish());  // `out` is this thread's again
     if (!read || out.sink.written() != header.size || out.sink.crc() != header.crc32) {

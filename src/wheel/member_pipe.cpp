@@ -21,23 +21,31 @@ MemberPipe::~MemberPipe() {
 
 Status MemberPipe::push(std::span<const std::byte> data) {
   while (!data.empty()) {
-    std::unique_lock lock(m_mutex);
-    m_changed.wait(lock, [&] { return m_count < k_slots || !m_failure; });
-    if (!m_failure) return m_failure;
-    const std::size_t slot = m_head;
-    lock.unlock();
-    // The slot is the producer's until it is counted: the consumer reads only counted slots.
-    const std::size_t size = std::min(data.size(), k_slot);
-    std::memcpy((*m_ring)[slot].data(), data.data(), size);
-    m_sizes[slot] = size;
+    VENVFIX_TRY_ASSIGN(const std::span<std::byte> slot, next_slot());
+    const std::size_t size = std::min(data.size(), slot.size());
+    std::memcpy(slot.data(), data.data(), size);
+    commit(size);
     data = data.subspan(size);
-    lock.lock();
-    m_head = (m_head + 1) % k_slots;
-    ++m_count;
-    lock.unlock();
-    m_changed.notify_all();
   }
   return ok();
+}
+
+Result<std::span<std::byte>> MemberPipe::next_slot() {
+  std::unique_lock lock(m_mutex);
+  m_changed.wait(lock, [&] { return m_count < k_slots || !m_failure; });
+  if (!m_failure) return m_failure.error();
+  // The slot is the producer's until it is counted: the consumer reads only counted slots.
+  return std::span<std::byte>((*m_ring)[m_head]);
+}
+
+void MemberPipe::commit(std::size_t size) {
+  {
+    std::lock_guard lock(m_mutex);
+    m_sizes[m_head] = size;
+    m_head = (m_head + 1) % k_slots;
+    ++m_count;
+  }
+  m_changed.notify_all();
 }
 
 Status MemberPipe::finish() {

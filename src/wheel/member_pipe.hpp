@@ -33,6 +33,11 @@ class MemberPipe {
   // Copies `data` into the ring, waiting for room. Returns the consumer's error once it has
   // failed (nothing more is consumed after that).
   Status push(std::span<const std::byte> data);
+  // The same without the copy, for a producer that can write into the ring itself (an
+  // inflater): the next slot to fill (k_slot bytes), waiting for room, or the consumer's error;
+  // the same slot again until commit() hands its first `size` (> 0) bytes on.
+  Result<std::span<std::byte>> next_slot();
+  void commit(std::size_t size);
   // Waits until every pushed byte is consumed and the thread has ended; the first error of
   // `consume`, or ok(). Everything `consume` wrote is visible to the caller afterwards.
   Status finish();

@@ -25,16 +25,24 @@ void StreamInflater::start(std::uint64_t limit) {
 
 Result<StreamInflater::Step> StreamInflater::feed(std::span<const std::byte> piece,
                                                   const Sink& sink) {
+  const std::span<std::byte> out(m_state->out.get(), k_out_piece);
+  return feed(piece, Target{[&]() -> Result<std::span<std::byte>> { return out; },
+                            [&](std::size_t n) { return sink(out.first(n)); }});
+}
+
+Result<StreamInflater::Step> StreamInflater::feed(std::span<const std::byte> piece,
+                                                  const Target& target) {
   inflate_state& s = m_state->inflate;
   // ISA-L's API is not const-correct; it never writes through next_in.
   s.next_in = const_cast<std::uint8_t*>(reinterpret_cast<const std::uint8_t*>(piece.data()));
   s.avail_in = static_cast<std::uint32_t>(piece.size());
   Step step;
   for (;;) {
+    VENVFIX_TRY_ASSIGN(const std::span<std::byte> out, target.room());
     // Room for one byte beyond the limit, so that a longer stream shows itself.
     const std::uint64_t left = m_limit - m_outcome.produced;
-    const std::uint64_t room = left < k_out_piece ? left + 1 : k_out_piece;
-    s.next_out = reinterpret_cast<std::uint8_t*>(m_state->out.get());
+    const std::uint64_t room = left < out.size() ? left + 1 : out.size();
+    s.next_out = reinterpret_cast<std::uint8_t*>(out.data());
     s.avail_out = static_cast<std::uint32_t>(room);
     if (isal_inflate(&s) < 0) {
       m_outcome.failure = InflateFailure::corrupt;
@@ -45,7 +53,7 @@ Result<StreamInflater::Step> StreamInflater::feed(std::span<const std::byte> pie
       m_outcome.failure = InflateFailure::too_long;
       break;
     }
-    if (got != 0) VENVFIX_TRY(sink({m_state->out.get(), got}));
+    if (got != 0) VENVFIX_TRY(target.filled(got));
     m_outcome.produced += got;
     if (s.block_state == ISAL_BLOCK_FINISH) {
       step.finished = true;

@@ -58,6 +58,15 @@ class StreamInflater {
   // ISA-L keeps what it still needs of `piece` in its own buffer: the caller may reuse it.
   Result<Step> feed(std::span<const std::byte> piece, const Sink& sink);
 
+  // Where feed() inflates into when the bytes need not be copied out of the inflater's own
+  // buffer (a MemberPipe's ring): `room` lends a buffer (the same one until it is filled),
+  // `filled` takes its first n bytes (n > 0). Errors of either are returned as is.
+  struct Target {
+    std::function<Result<std::span<std::byte>>()> room;
+    std::function<Status(std::size_t)> filled;
+  };
+  Result<Step> feed(std::span<const std::byte> piece, const Target& target);
+
  private:
   struct State;
   std::unique_ptr<State> m_state;
