@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stop_token>
@@ -124,9 +125,9 @@ Result<std::vector<DownloadResult>> Downloader::download_all(
 namespace {
 
 // One download_each call: sorts the requests into cache hits, duplicates, file:// reads and
-// transfers, then settles them: the reads that need no network on a thread of their own while
-// the transfers run (LocalReads), each result reported on this thread as it is settled (a
-// duplicate right after its first).
+// transfers, then settles them: the reads that need no network on threads of their own, several
+// at once, while the transfers run (LocalReads), each result reported on this thread as it is
+// settled (a duplicate right after its first).
 class DownloadBatch {
  public:
   DownloadBatch(const FetchConfig& config, const DownloadCache& cache,
@@ -244,23 +245,19 @@ class DownloadBatch {
                       m_cache.root().string(), join(missing, ", "));
   }
 
-  // m_local and m_to_download: without transfers the reads run here one after another, in
-  // request order; with both, the reads run on their own thread while the transfers run here.
+  // m_local and m_to_download: the reads on threads of their own (as many at once as
+  // transfers may be), beside the transfers, which run here; each reported here as it ends.
   Status settle_sorted(detail::CurlSession& session, detail::Progress& progress) {
-    if (m_to_download.empty()) {
-      for (std::size_t k = 0; k < m_local.size(); ++k) {
-        VENVFIX_TRY(read_locally(k, std::stop_token()));
-        VENVFIX_TRY(settled_locally(k, progress));
-      }
-      return ok();
+    if (!m_to_download.empty()) VENVFIX_TRY(session.open());
+    if (m_local.empty()) return m_to_download.empty() ? ok() : transfer(session, progress, {});
+    std::function<void()> wake = [] {};
+    if (!m_to_download.empty()) {
+      wake = [multi = session.multi()] { detail::libcurl().multi_wakeup(multi); };
     }
-    VENVFIX_TRY(session.open());
-    if (m_local.empty()) return transfer(session, progress, {});
-    CURLM* multi = session.multi();
     detail::LocalReads reads(
-        m_local.size(),
+        m_local.size(), static_cast<std::size_t>(std::clamp(m_config.parallel, 1, 64)),
         [this](std::size_t k, const std::stop_token& stop) { return read_locally(k, stop); },
-        [multi] { detail::libcurl().multi_wakeup(multi); });
+        std::move(wake));
     const auto report_reads = [&](std::vector<detail::LocalReads::Finished> finished) -> Status {
       for (detail::LocalReads::Finished& read : finished) {
         if (!read.status) return std::move(read.status).error();
@@ -268,11 +265,17 @@ class DownloadBatch {
       }
       return ok();
     };
-    VENVFIX_TRY(transfer(session, progress, [&] { return report_reads(reads.take_finished()); }));
-    return report_reads(reads.wait());
+    if (!m_to_download.empty()) {
+      VENVFIX_TRY(transfer(session, progress, [&] { return report_reads(reads.take_finished()); }));
+    }
+    for (;;) {
+      std::vector<detail::LocalReads::Finished> finished = reads.wait_for_some();
+      if (finished.empty()) return ok();
+      VENVFIX_TRY(report_reads(std::move(finished)));
+    }
   }
 
-  // Read k of m_local, on whichever thread settle_sorted runs it: its result or `damaged` set.
+  // Read k of m_local, on a thread of LocalReads: its result or `damaged` set.
   Status read_locally(std::size_t k, const std::stop_token& stop) {
     LocalRead& read = m_local[k];
     const DownloadRequest& request = this->request(read.index);

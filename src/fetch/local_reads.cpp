@@ -1,21 +1,33 @@
 #include "local_reads.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace venvfix::fetch::detail {
 
-LocalReads::LocalReads(std::size_t count, Read read, std::function<void()> wake)
-    : m_read(std::move(read)),
-      m_wake(std::move(wake)),
-      m_thread([this, count](const std::stop_token& stop) { run(stop, count); }) {}
-
-LocalReads::~LocalReads() {
-  m_thread.request_stop();
-  m_thread.join();
+LocalReads::LocalReads(std::size_t count, std::size_t threads, Read read,
+                       std::function<void()> wake)
+    : m_count(count), m_read(std::move(read)), m_wake(std::move(wake)) {
+  const std::size_t started = std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(count, 1));
+  m_threads.reserve(started);  // the threads never touch the vector; reserved: no move either
+  for (std::size_t t = 0; t < started; ++t) {
+    m_threads.emplace_back([this](const std::stop_token& stop) { run(stop); });
+  }
 }
 
-void LocalReads::run(const std::stop_token& stop, std::size_t count) {
-  for (std::size_t k = 0; k < count && !stop.stop_requested(); ++k) {
+LocalReads::~LocalReads() {
+  for (std::jthread& thread : m_threads) thread.request_stop();
+  for (std::jthread& thread : m_threads) thread.join();
+}
+
+void LocalReads::run(const std::stop_token& stop) {
+  for (;;) {
+    std::size_t k = 0;
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_next == m_count || stop.stop_requested()) break;
+      k = m_next++;
+    }
     Status status = m_read(k, stop);
     {
       std::lock_guard lock(m_mutex);
@@ -25,7 +37,7 @@ void LocalReads::run(const std::stop_token& stop, std::size_t count) {
     m_wake();
   }
   std::lock_guard lock(m_mutex);
-  m_all_done = true;  // also when stopped: wait() must not wait for reads never begun
+  ++m_threads_ended;  // also when stopped: wait() must not wait for reads never begun
   m_changed.notify_all();
 }
 
@@ -34,9 +46,15 @@ std::vector<LocalReads::Finished> LocalReads::take_finished() {
   return std::exchange(m_finished, {});
 }
 
+std::vector<LocalReads::Finished> LocalReads::wait_for_some() {
+  std::unique_lock lock(m_mutex);
+  m_changed.wait(lock, [&] { return !m_finished.empty() || m_threads_ended == m_threads.size(); });
+  return std::exchange(m_finished, {});
+}
+
 std::vector<LocalReads::Finished> LocalReads::wait() {
   std::unique_lock lock(m_mutex);
-  m_changed.wait(lock, [&] { return m_all_done; });
+  m_changed.wait(lock, [&] { return m_threads_ended == m_threads.size(); });
   return std::exchange(m_finished, {});
 }
 

@@ -786,6 +786,51 @@ TEST_F(FetchDownloader, ReadsThatNeedNoNetworkRunWhileTheTransfersDo) {
   }
 }
 
+TEST_F(FetchDownloader, ReadsThatNeedNoNetworkRunSeveralAtOnce) {
+  // Two reads and no transfer: a file:// request streamed into a stream that takes nothing
+  // until the second read (another file, or a cache hit) was reported. They end in time only
+  // if the second read does not wait for the first; with --parallel 1 it does (one at a time,
+  // as transfers are), and the first waits for its deadline.
+  const std::string big = "file://" + (root / "files/big.bin").string();
+  const std::string small = "file://" + (root / "files/small.bin").string();
+  for (const int parallel : {6, 1}) {
+    for (const bool cached : {false, true}) {
+      SCOPED_TRACE(fmt::format("parallel {}, cached {}", parallel, cached));
+      fs::remove_all(cache);
+      if (cached) {
+        ASSERT_TRUE(Downloader(config()).download_all(
+            std::vector<DownloadRequest>{{small, small_hash, std::nullopt, "", {}, {}}}));
+      }
+      std::atomic<bool> reported{false};
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      std::string streamed;
+      const auto open = [&] { return reported || std::chrono::steady_clock::now() > deadline; };
+      const std::vector<DownloadRequest> requests = {
+          {big, big_hash, std::nullopt, "", {}, held_until(open, streamed)},
+          {small, small_hash, std::nullopt, "", {}, {}}};
+      FetchConfig one_at_a_time = config();
+      one_at_a_time.parallel = parallel;
+      std::vector<std::size_t> order;
+      auto result = Downloader(one_at_a_time)
+                        .download_each(requests, [&](std::size_t i, const DownloadResult&) {
+                          order.push_back(i);
+                          reported = reported || i == 1;
+                          return ok();
+                        });
+      ASSERT_TRUE(result) << result.error().message;
+      EXPECT_EQ((*result)[1].from_cache, cached);
+      EXPECT_TRUE(streamed == testing::read_text(root / "files/big.bin"));
+      if (parallel == 1) {
+        EXPECT_EQ(order, (std::vector<std::size_t>{0, 1}));
+        EXPECT_GT(std::chrono::steady_clock::now(), deadline);
+      } else {
+        EXPECT_EQ(order, (std::vector<std::size_t>{1, 0}));
+        EXPECT_LT(std::chrono::steady_clock::now(), deadline);
+      }
+    }
+  }
+}
+
 TEST_F(FetchDownloader, AFailedTransferStopsTheLocalReadsAndAFailedReadTheTransfers) {
   const std::string file_url = "file://" + (root / "files/big.bin").string();
   // The transfer fails (404) while the file's stream takes nothing (for 20 s): the read is
@@ -812,6 +857,15 @@ TEST_F(FetchDownloader, AFailedTransferStopsTheLocalReadsAndAFailedReadTheTransf
   auto refused = Downloader(config()).download_all(requests);
   expect_network_error(refused, (root / "files/big.bin").string() + " is", "was expected");
   EXPECT_LT(elapsed(), 8.0);
+  expect_cache_clean(0);
+  // Two reads and no transfer: the one whose file is not the bytes named stops the other, held
+  // for 20 s, instead of waiting for it.
+  const std::string small_url = "file://" + (root / "files/small.bin").string();
+  requests = {{file_url, big_hash, std::nullopt, "", {}, held_until(after_20_s, streamed)},
+              {small_url, std::string(64, '0'), std::nullopt, "", {}, {}}};
+  auto one_refused = Downloader(config()).download_all(requests);
+  expect_network_error(one_refused, (root / "files/small.bin").string() + " is", "was expected");
+  EXPECT_LT(elapsed(), 12.0);
   expect_cache_clean(0);
 }
 

@@ -24,7 +24,7 @@ struct FetchConfig {
   fs::path cache_dir;                     // required for downloads
   std::optional<fs::path> ca_cert;        // a CA bundle that replaces the system's (--cert)
   std::optional<fs::path> netrc_file;     // default: curl's ($HOME/.netrc)
-  int parallel = 6;                       // transfers at once
+  int parallel = 6;                       // transfers at once, and cache or file:// reads
   int max_retries = 4;                    // after the first attempt
   double retry_base_delay_seconds = 0.5;  // back-off: base·2^attempt, with jitter
   double max_retry_delay_seconds = 30;    // also caps Retry-After
