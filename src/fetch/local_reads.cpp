@@ -37,7 +37,7 @@ void LocalReads::run(const std::stop_token& stop) {
     m_wake();
   }
   std::lock_guard lock(m_mutex);
-  ++m_threads_ended;  // also when stopped: wait() must not wait for reads never begun
+  ++m_threads_ended;  // also when stopped: wait_for_some must not wait for reads never begun
   m_changed.notify_all();
 }
 
@@ -49,12 +49,6 @@ std::vector<LocalReads::Finished> LocalReads::take_finished() {
 std::vector<LocalReads::Finished> LocalReads::wait_for_some() {
   std::unique_lock lock(m_mutex);
   m_changed.wait(lock, [&] { return !m_finished.empty() || m_threads_ended == m_threads.size(); });
-  return std::exchange(m_finished, {});
-}
-
-std::vector<LocalReads::Finished> LocalReads::wait() {
-  std::unique_lock lock(m_mutex);
-  m_changed.wait(lock, [&] { return m_threads_ended == m_threads.size(); });
   return std::exchange(m_finished, {});
 }
 

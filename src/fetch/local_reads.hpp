@@ -39,8 +39,6 @@ class LocalReads {
   std::vector<Finished> take_finished();
   // The same, waiting until there is one: empty only once every read finished and was taken.
   std::vector<Finished> wait_for_some();
-  // Waits until every read finished, then returns those not yet taken.
-  std::vector<Finished> wait();
 
  private:
   void run(const std::stop_token& stop);
