@@ -153,12 +153,12 @@ class DownloadBatch {
     return offline_error(missing);
   }
 
-  // Every request settled and reported; then those whose cached blob turned out damaged,
-  // downloaded as if the cache had never held them.
+  // Every request settled and reported; then those whose cached blob turned out damaged or
+  // could not be opened, downloaded as if the cache had never held them.
   Status settle(detail::CurlSession& session) {
     detail::Progress progress(m_config.progress, m_requests.size(), m_known_total);
     Status status = settle_sorted(session, progress);
-    if (status) status = settle_damaged(session, progress);
+    if (status) status = settle_missed(session, progress);
     if (!status) {
       progress.clear();
       return status;
@@ -176,12 +176,19 @@ class DownloadBatch {
 
  private:
   // A request answered without the network: a blob of the cache (`blob`, holding the bytes
-  // `known` names unless it turns out `damaged`) or, with no blob, a file:// URL.
+  // `known` names unless it turns out otherwise) or, with no blob, a file:// URL.
   struct LocalRead {
     std::size_t index;
     fs::path blob;
     std::string known;
-    bool damaged = false;  // set by read_locally, on the reading thread
+    bool missed = false;         // the blob was no answer: set by read_locally, on its thread
+    bool follower_told = false;  // …after its bytes were handed on (it was damaged)
+  };
+
+  // A request whose cached blob was no answer, to be downloaded once the rest are settled.
+  struct Redo {
+    std::size_t index;
+    bool follower_told;  // its stream's follower gave up: the download goes into a file
   };
 
   static Result<std::optional<std::string>> normalised_hash(const DownloadRequest& request) {
@@ -196,7 +203,7 @@ class DownloadBatch {
 
   // Request i as it is now carried out: without its stream once a damaged cache blob was
   // streamed to it (its follower gave up; the download goes to a file for it to read instead).
-  // Only settle_damaged adds to m_unstreamed, while no other thread reads it.
+  // Only settle_missed adds to m_unstreamed, while no other thread reads it.
   const DownloadRequest& request(std::size_t i) const {
     if (auto it = m_unstreamed.find(i); it != m_unstreamed.end()) return it->second;
     return m_requests[i];
@@ -275,7 +282,7 @@ class DownloadBatch {
     }
   }
 
-  // Read k of m_local, on a thread of LocalReads: its result or `damaged` set.
+  // Read k of m_local, on a thread of LocalReads: its result, or `missed` set.
   Status read_locally(std::size_t k, const std::stop_token& stop) {
     LocalRead& read = m_local[k];
     const DownloadRequest& request = this->request(read.index);
@@ -283,39 +290,43 @@ class DownloadBatch {
       VENVFIX_TRY_ASSIGN(m_results[read.index], detail::read_local_file(m_cache, request, stop));
       return ok();
     }
-    const std::optional<std::uint64_t> size =
+    using Outcome = detail::FollowedBlob::Outcome;
+    const detail::FollowedBlob followed =
         detail::follow_cached_blob(m_cache, read.blob, read.known, request, stop);
-    if (size) m_results[read.index] = DownloadResult{read.blob, read.known, *size, true};
-    read.damaged = !size;
+    if (followed.outcome == Outcome::intact) {
+      m_results[read.index] = DownloadResult{read.blob, read.known, followed.size, true};
+    }
+    read.missed = followed.outcome != Outcome::intact;
+    read.follower_told = followed.outcome == Outcome::damaged;
     return ok();
   }
 
   // On this thread, once read k is done: reported, or put aside to be downloaded.
   Status settled_locally(std::size_t k, detail::Progress& progress) {
     const LocalRead& read = m_local[k];
-    if (read.damaged) {
-      m_damaged.push_back(read.index);
+    if (read.missed) {
+      m_redo.push_back({read.index, read.follower_told});
       return ok();
     }
     if (!read.blob.empty()) progress.from_cache();
     return report(read.index);
   }
 
-  // The requests whose cached blob was damaged (removed by now), routed again and settled; a
-  // streamed one goes into a file this time (see request()). Each is its own: none is taken
-  // for a duplicate of a request settled before.
-  Status settle_damaged(detail::CurlSession& session, detail::Progress& progress) {
-    if (m_damaged.empty()) return ok();
+  // The requests whose cached blob was no answer, routed again and settled; one whose stream
+  // was handed the damaged blob's bytes goes into a file this time (see request()). Each is
+  // its own: none is taken for a duplicate of a request settled before.
+  Status settle_missed(detail::CurlSession& session, detail::Progress& progress) {
+    if (m_redo.empty()) return ok();
     m_local.clear();
     m_to_download.clear();
     std::vector<std::string> missing;
-    for (std::size_t i : std::exchange(m_damaged, {})) {
-      if (m_requests[i].stream) {
-        DownloadRequest unstreamed = m_requests[i];
+    for (const Redo& redo : std::exchange(m_redo, {})) {
+      if (redo.follower_told && m_requests[redo.index].stream) {
+        DownloadRequest unstreamed = m_requests[redo.index];
         unstreamed.stream.reset();
-        m_unstreamed.emplace(i, std::move(unstreamed));
+        m_unstreamed.emplace(redo.index, std::move(unstreamed));
       }
-      VENVFIX_TRY(route(i, fmt::format("damaged cache entry {}", i), missing));
+      VENVFIX_TRY(route(redo.index, fmt::format("missed cache entry {}", redo.index), missing));
     }
     VENVFIX_TRY(offline_error(missing));
     return settle_sorted(session, progress);
@@ -378,7 +389,7 @@ class DownloadBatch {
   std::map<std::size_t, DownloadRequest> m_unstreamed;      // see request()
   std::vector<LocalRead> m_local;
   std::vector<std::size_t> m_to_download;
-  std::vector<std::size_t> m_damaged;  // requests whose cached blob was not the bytes named
+  std::vector<Redo> m_redo;  // requests whose cached blob was no answer
   std::uint64_t m_known_total = 0;
 };
 

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "venvfix/base/log.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "venvfix/base/strings.hpp"
@@ -161,29 +163,30 @@ Result<std::string> hash_blob(int fd, const fs::path& blob, const DownloadReques
 
 }  // namespace
 
-std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
-                                                std::string_view sha256_hex,
-                                                const DownloadRequest& request,
-                                                const std::stop_token& stop) {
-  Result<Fd> input = open_to_read(blob);
+FollowedBlob follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
+                                std::string_view sha256_hex, const DownloadRequest& request,
+                                const std::stop_token& stop) {
+  using Outcome = FollowedBlob::Outcome;
+  Fd input(::open(blob.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat status {};
-  if (!input || ::fstat(input->get(), &status) != 0) {
-    cache.remove_damaged(blob, "cannot be read");
-    return std::nullopt;
+  if (!input.valid() || ::fstat(input.get(), &status) != 0) {
+    spdlog::warn("the cached file {} cannot be read ({}); downloading it again", blob.string(),
+                 errno_message(errno));
+    return {Outcome::unopened};
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);
   const bool told_stored = request.on_stored && !request.stream;  // a stream gets the bytes
-  if (told_stored) request.on_stored(input->get(), size);
-  const Result<std::string> digest = hash_blob(input->get(), blob, request, stop);
-  if (digest && *digest == to_lower_ascii(sha256_hex)) return size;
-  if (stop.stop_requested()) return std::nullopt;  // the batch failed: the blob may be intact
+  if (told_stored) request.on_stored(input.get(), size);
+  const Result<std::string> digest = hash_blob(input.get(), blob, request, stop);
+  if (digest && *digest == to_lower_ascii(sha256_hex)) return {Outcome::intact, size};
+  if (stop.stop_requested()) return {Outcome::stopped};  // the batch failed: it may be intact
   // What the follower has is void: it is told so as a download's follower is when the
   // download starts over.
   if (request.stream) request.stream->restart();
-  if (told_stored) request.on_stored(input->get(), 0);
+  if (told_stored) request.on_stored(input.get(), 0);
   cache.remove_damaged(
       blob, digest ? "does not match its sha256" : "cannot be read: " + digest.error().message);
-  return std::nullopt;
+  return {Outcome::damaged};
 }
 
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes) {

@@ -25,18 +25,31 @@ Result<fs::path> local_path(std::string_view url);
 Result<DownloadResult> read_local_file(const DownloadCache& cache, const DownloadRequest& request,
                                        const std::stop_token& stop = std::stop_token());
 
+// What following a cached blob came to.
+struct FollowedBlob {
+  enum class Outcome {
+    intact,    // the bytes the sha256 names, `size` of them
+    unopened,  // the blob could not be opened (permissions, no descriptor left): nothing was
+               // handed on and the blob is left; the request is downloaded as it was
+    damaged,   // other bytes, or a read that failed midway: the follower was told to drop what
+               // it had and the blob was removed; the request is downloaded into a file
+    stopped,   // `stop` was requested: the blob is left, the outcome no longer matters
+  };
+  Outcome outcome = Outcome::stopped;
+  std::uint64_t size = 0;
+};
+
 // A cache hit read as a download's body is read, so that a caller working on a wheel while it
 // arrives works the same way on a cached one, and the blob is read once: hashed as its bytes
 // are handed to request.stream piece by piece, or after request.on_stored was told that `blob`
-// holds all its bytes (the follower reads them while they are hashed). Returns the blob's size
-// when its bytes are the ones `sha256_hex` names; otherwise the follower is told to drop what it
-// had (the stream restarted, on_stored told 0 bytes), the blob is removed and none is returned:
-// the request is downloaded as if the cache had never held it. Once `stop` is requested it
-// stops early and returns none, leaving the blob.
-std::optional<std::uint64_t> follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
-                                                std::string_view sha256_hex,
-                                                const DownloadRequest& request,
-                                                const std::stop_token& stop = std::stop_token());
+// holds all its bytes (the follower reads them while they are hashed). When the bytes are not
+// the ones `sha256_hex` names, the follower is told to drop what it had (the stream restarted,
+// on_stored told 0 bytes) and the blob is removed. A blob that cannot be opened is warned
+// about and left: that says nothing about its bytes (it may be another user's, or the
+// process out of descriptors), and a download replaces it where the cache may be written.
+FollowedBlob follow_cached_blob(const DownloadCache& cache, const fs::path& blob,
+                                std::string_view sha256_hex, const DownloadRequest& request,
+                                const std::stop_token& stop = std::stop_token());
 
 // Reads a local file: status 200, or 404 when it does not exist.
 Result<TextResponse> read_local_text(std::string_view url, std::uint64_t max_bytes);
