@@ -181,8 +181,8 @@ class DownloadBatch {
     std::size_t index;
     fs::path blob;
     std::string known;
-    bool missed = false;         // the blob was no answer: set by read_locally, on its thread
-    bool follower_told = false;  // …after its bytes were handed on (it was damaged)
+    // What following the blob came to: set by read_locally, on its thread.
+    detail::FollowedBlob::Outcome followed = detail::FollowedBlob::Outcome::intact;
   };
 
   // A request whose cached blob was no answer, to be downloaded once the rest are settled.
@@ -282,7 +282,7 @@ class DownloadBatch {
     }
   }
 
-  // Read k of m_local, on a thread of LocalReads: its result, or `missed` set.
+  // Read k of m_local, on a thread of LocalReads: its result, or what made the blob no answer.
   Status read_locally(std::size_t k, const std::stop_token& stop) {
     LocalRead& read = m_local[k];
     const DownloadRequest& request = this->request(read.index);
@@ -296,16 +296,16 @@ class DownloadBatch {
     if (followed.outcome == Outcome::intact) {
       m_results[read.index] = DownloadResult{read.blob, read.known, followed.size, true};
     }
-    read.missed = followed.outcome != Outcome::intact;
-    read.follower_told = followed.outcome == Outcome::damaged;
+    read.followed = followed.outcome;
     return ok();
   }
 
   // On this thread, once read k is done: reported, or put aside to be downloaded.
   Status settled_locally(std::size_t k, detail::Progress& progress) {
+    using Outcome = detail::FollowedBlob::Outcome;
     const LocalRead& read = m_local[k];
-    if (read.missed) {
-      m_redo.push_back({read.index, read.follower_told});
+    if (read.followed != Outcome::intact) {
+      m_redo.push_back({read.index, read.followed == Outcome::damaged});
       return ok();
     }
     if (!read.blob.empty()) progress.from_cache();
