@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -283,7 +284,19 @@ class DownloadBatch {
   }
 
   // Read k of m_local, on a thread of LocalReads: its result, or what made the blob no answer.
-  Status read_locally(std::size_t k, const std::stop_token& stop) {
+  // Nothing may escape the thread: what is thrown (a follower out of memory) fails the batch.
+  Status read_locally(std::size_t k, const std::stop_token& stop) noexcept {
+    const LocalRead& read = m_local[k];
+    try {
+      return read_locally_or_throw(k, stop);
+    } catch (const std::exception& e) {
+      return make_error(
+          ExitCode::error, "cannot read {}: {}",
+          read.blob.empty() ? redact_url(request(read.index).url) : read.blob.string(), e.what());
+    }
+  }
+
+  Status read_locally_or_throw(std::size_t k, const std::stop_token& stop) {
     LocalRead& read = m_local[k];
     const DownloadRequest& request = this->request(read.index);
     if (read.blob.empty()) {

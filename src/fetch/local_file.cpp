@@ -170,8 +170,9 @@ FollowedBlob follow_cached_blob(const DownloadCache& cache, const fs::path& blob
   Fd input(::open(blob.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat status {};
   if (!input.valid() || ::fstat(input.get(), &status) != 0) {
+    const int error = errno;  // before the message's allocations
     spdlog::warn("the cached file {} cannot be read ({}); downloading it again", blob.string(),
-                 errno_message(errno));
+                 errno_message(error));
     return {Outcome::unopened};
   }
   const auto size = static_cast<std::uint64_t>(status.st_size);

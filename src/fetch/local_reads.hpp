@@ -20,6 +20,7 @@ namespace venvfix::fetch::detail {
 class LocalReads {
  public:
   // Does read k; returns soon once `stop` is requested (its outcome then no longer matters).
+  // Must not throw: it runs on a thread of its own.
   using Read = std::function<Status(std::size_t k, const std::stop_token& stop)>;
   struct Finished {
     std::size_t k;
@@ -28,7 +29,9 @@ class LocalReads {
 
   // Starts `threads` threads (at least one, at most `count`), which do reads 0…count-1, each
   // taking the next one not yet begun, and call `wake` after each (from their own thread: it
-  // must be safe to call from any thread, as curl_multi_wakeup is).
+  // must be safe to call from any thread, as curl_multi_wakeup is). Where the system refuses
+  // threads, fewer run; where it refuses every one, the reads are done on the caller's thread
+  // by wait_for_some, one per call, after the transfers.
   LocalReads(std::size_t count, std::size_t threads, Read read, std::function<void()> wake);
   // Asks the reads under way to stop and waits for the threads.
   ~LocalReads();
@@ -42,6 +45,7 @@ class LocalReads {
 
  private:
   void run(const std::stop_token& stop);
+  std::vector<Finished> read_here();  // with no thread: the next read, on the caller's thread
 
   std::size_t m_count;
   Read m_read;

@@ -2,7 +2,8 @@
 // says how far the file is written (advance), and this thread reads the new bytes back from
 // the page cache (pread) and feeds SHA-256. The curl thread then does what curl itself does
 // (receive, write), and hashing runs on another core — that is what keeps a download with
-// hashing as fast as curl without it on a machine with a spare core.
+// hashing as fast as curl without it on a machine with a spare core. Where the system refuses
+// the thread, finish() reads the whole file back instead.
 #pragma once
 
 #include <condition_variable>
@@ -36,6 +37,10 @@ class StreamHasher {
 
  private:
   void run();
+  // Reads bytes [from, from + length) back and hashes them: 0, or the errno of the failed read.
+  int hash_back(std::uint64_t from, std::size_t length);
+  // finish() without a thread (the system refused one): the bytes not hashed yet, read here.
+  Result<std::string> finish_here(std::uint64_t written);
 
   int m_fd;
   Sha256 m_sha;

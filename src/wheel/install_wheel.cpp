@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -353,7 +354,13 @@ class Installer {
     {
       std::vector<std::jthread> helpers;
       unsigned threads = detail::unpack_threads(m_contents, m_options.threads);
-      for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
+      for (unsigned t = 1; t < threads; ++t) {
+        try {
+          helpers.emplace_back(work);
+        } catch (const std::system_error&) {  // at the limit of threads: this one does the rest
+          break;
+        }
+      }
       work();
     }
     if (failure) return Result<std::vector<detail::StreamedMember>>(std::move(*failure));

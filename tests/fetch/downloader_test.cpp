@@ -14,10 +14,13 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <system_error>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "fetch/test_server.hpp"
+#include "support/threads_refused.hpp"
 #include "venvfix/base/fs.hpp"
 
 namespace venvfix::fetch {
@@ -887,6 +890,37 @@ TEST_F(FetchDownloader, ReadsThatNeedNoNetworkRunSeveralAtOnce) {
                                      : (std::vector<std::size_t>{1, 0}));
     }
   }
+}
+
+TEST_F(FetchDownloader, WhereNoThreadCanStartTheReadsAreDoneOnTheCallersThread) {
+  // The system refuses this thread new threads (a container at its pids.max): the reads that
+  // need no network are done here, after the transfer, and every request is answered.
+  const std::string small = plain().url("/files/small.bin");
+  ASSERT_TRUE(Downloader(config()).download_all(
+      std::vector<DownloadRequest>{{small, small_hash, std::nullopt, "", {}, {}}}));
+  const std::vector<DownloadRequest> requests = {
+      {"file://" + (root / "files/big.bin").string(), big_hash, std::nullopt, "", {}, {}},
+      {small, small_hash, std::nullopt, "", {}, {}},
+      {plain().url("/files/big.bin"), std::nullopt, std::nullopt, "", {}, {}}};
+  Result<std::vector<DownloadResult>> result = std::vector<DownloadResult>{};
+  {
+    testing::ThreadsRefused refused;
+    if (const std::string why = refused.start(); !why.empty()) GTEST_SKIP() << why;
+    bool thread_started = true;
+    try {
+      std::thread([] {}).join();
+    } catch (const std::system_error&) {
+      thread_started = false;
+    }
+    ASSERT_FALSE(thread_started) << "a thread still starts: nothing to test";
+    result = Downloader(config()).download_all(requests);
+  }
+  ASSERT_TRUE(result) << result.error().message;
+  ASSERT_EQ(result->size(), 3u);
+  EXPECT_FALSE((*result)[0].from_cache);
+  EXPECT_TRUE((*result)[1].from_cache);
+  EXPECT_EQ((*result)[2].sha256_hex, big_hash);
+  EXPECT_EQ(testing::read_text((*result)[0].path), testing::read_text(root / "files/big.bin"));
 }
 
 TEST_F(FetchDownloader, AFailedTransferStopsTheLocalReadsAndAFailedReadTheTransfers) {

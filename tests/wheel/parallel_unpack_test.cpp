@@ -9,7 +9,9 @@
 #include <random>
 #include <set>
 
+#include "support/threads_refused.hpp"
 #include "venvfix/env/venv.hpp"
+#include "venvfix/wheel/unpacked_cache.hpp"
 #include "venvfix/wheel/wheel.hpp"
 #include "wheel/wheel_test_support.hpp"
 #include "wheel/zip_index.hpp"
@@ -138,6 +140,31 @@ TEST_F(WheelParallelUnpack, BundledPipSameAsStreaming) {
   // About a thousand small files: two variants keep the test short.
   expect_same_as_streaming(testing::bundled_wheel("pip"),
                            {parallel(4, 512u << 20), parallel(3, 0)});
+}
+
+TEST_F(WheelParallelUnpack, WhereNoThreadCanStartTheCallingThreadDoesItAll) {
+  // A container at its pids.max: the parallel unpacker, and the copies out of the unpacked-wheel
+  // cache, do every member on the calling thread, and stage the same as with threads.
+  const fs::path wheel = testing::test_wheels() / "big-members" / k_wheel;
+  UnpackedCache cache(m_dir->path() / "cache");
+  InstallOptions keep = parallel(4, 512u << 20);
+  keep.keep_unpacked = &cache;
+  keep.wheel_sha256_hex = to_hex(*sha256_file(wheel));
+  auto with_threads = stage(wheel, keep);
+  ASSERT_TRUE(with_threads) << with_threads.error().message;
+  const std::optional<UnpackedWheel> entry = cache.find(keep.wheel_sha256_hex);
+  ASSERT_TRUE(entry);
+  InstallOptions copied = parallel(4, 512u << 20);
+  copied.from_unpacked = &*entry;
+  copied.link_mode = LinkMode::copy;
+
+  venvfix::testing::ThreadsRefused refused;
+  if (const std::string why = refused.start(); !why.empty()) GTEST_SKIP() << why;
+  expect_same_as_streaming(wheel, {parallel(4, 512u << 20), parallel(3, 0), copied});
+  auto from_cache = stage(wheel, copied);
+  ASSERT_TRUE(from_cache) << from_cache.error().message;
+  EXPECT_TRUE(from_cache->tree == with_threads->tree);
+  EXPECT_EQ(from_cache->result.record_text, with_threads->result.record_text);
 }
 
 TEST_F(WheelParallelUnpack, NonAsciiNamesTakeTheParallelPath) {
