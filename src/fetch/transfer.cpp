@@ -128,10 +128,24 @@ std::string Transfer::effective_url() const {
   return m_url;
 }
 
-std::size_t Transfer::on_header(char* data, std::size_t size, std::size_t count, void* self) {
+std::size_t Transfer::on_header(char* data, std::size_t size, std::size_t count,
+                                void* self) noexcept {
   auto* transfer = static_cast<Transfer*>(self);
-  transfer->header_line(std::string_view(data, size * count));
+  try {
+    transfer->header_line(std::string_view(data, size * count));
+  } catch (const std::exception& e) {
+    transfer->failed_in_callback(e.what());
+    return 0;  // aborts the attempt (CURLE_WRITE_ERROR)
+  }
   return size * count;
+}
+
+void Transfer::failed_in_callback(const char* what) noexcept {
+  try {
+    m_local_error =
+        make_error(ExitCode::error, "cannot take the response of {}: {}", redact_url(m_url), what);
+  } catch (...) {  // out of memory even for the message: the attempt still ends, unexplained
+  }
 }
 
 void Transfer::header_line(std::string_view line) {
@@ -192,32 +206,40 @@ void Transfer::header_line(std::string_view line) {
   }
 }
 
-std::size_t Transfer::on_body(char* data, std::size_t size, std::size_t count, void* self) {
+std::size_t Transfer::on_body(char* data, std::size_t size, std::size_t count,
+                              void* self) noexcept {
   auto* transfer = static_cast<Transfer*>(self);
-  std::size_t length = size * count;
-  if (!transfer->m_body_started) {
-    transfer->m_body_started = true;
-    if (!transfer->first_body_bytes()) return 0;  // aborts the attempt (CURLE_WRITE_ERROR)
+  try {
+    return transfer->body(data, size * count);
+  } catch (const std::exception& e) {
+    transfer->failed_in_callback(e.what());
+    return 0;  // aborts the attempt (CURLE_WRITE_ERROR)
   }
-  if (!transfer->m_keep_body) {
+}
+
+std::size_t Transfer::body(char* data, std::size_t length) {
+  if (!m_body_started) {
+    m_body_started = true;
+    if (!first_body_bytes()) return 0;  // aborts the attempt (CURLE_WRITE_ERROR)
+  }
+  if (!m_keep_body) {
     // An error response: keep an excerpt for the message, drop the rest.
-    std::size_t room =
-        k_error_body_excerpt - std::min(k_error_body_excerpt, transfer->m_body.size());
-    transfer->m_body.append(data, std::min(room, length));
+    std::size_t room = k_error_body_excerpt - std::min(k_error_body_excerpt, m_body.size());
+    m_body.append(data, std::min(room, length));
     return length;
   }
-  if (transfer->m_stream) {
+  if (m_stream) {
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), length);
-    if (!transfer->m_stream->write(bytes)) {
-      transfer->m_paused = true;
-      transfer->m_refused = length;
+    if (!m_stream->write(bytes)) {
+      m_paused = true;
+      m_refused = length;
       return CURL_WRITEFUNC_PAUSE;
     }
-    transfer->m_stream_sha.update(bytes);
-    transfer->m_written += length;
+    m_stream_sha.update(bytes);
+    m_written += length;
     return length;
   }
-  return transfer->store(data, length) ? length : 0;
+  return store(data, length) ? length : 0;
 }
 
 // Decides, once per response, what its body is: the file's bytes from the start (200), the

@@ -83,9 +83,14 @@ class Transfer {
   std::string last_failure;  // why the latest attempt failed, for the final message
 
  private:
-  static std::size_t on_header(char* data, std::size_t size, std::size_t count, void* self);
-  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* self);
+  // curl's callbacks: nothing thrown may cross curl's C frames; what is thrown (a stream out
+  // of memory) ends the attempt with an error naming the URL (local_error).
+  static std::size_t on_header(char* data, std::size_t size, std::size_t count,
+                               void* self) noexcept;
+  static std::size_t on_body(char* data, std::size_t size, std::size_t count, void* self) noexcept;
+  void failed_in_callback(const char* what) noexcept;
   void header_line(std::string_view line);
+  std::size_t body(char* data, std::size_t length);
   bool first_body_bytes();
   bool store(const char* data, std::size_t size);
 

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -594,6 +595,26 @@ TEST_F(FetchDownloader, AStreamedDownloadIsCheckedButWritesNoFile) {
   auto refused = Downloader(config()).download_all(requests);
   expect_network_error(refused, "big.bin", "was expected");
   expect_cache_clean(0);
+}
+
+TEST_F(FetchDownloader, AStreamThatThrowsFailsItsDownloadNamedAndNothingElse) {
+  // What a follower throws (out of memory for its ring) must not cross curl's C frames or end
+  // a reading thread: the download fails with one sentence naming it, and the process goes on.
+  const BodyStream throwing{[](std::span<const std::byte>) -> bool { throw std::bad_alloc(); },
+                            [](std::size_t) { return true; }, [] {}};
+  const std::string file = (root / "files/big.bin").string();
+  for (const std::string& url : {plain().url("/files/big.bin"), "file://" + file}) {
+    SCOPED_TRACE(url);
+    std::vector<DownloadRequest> requests = {{url, big_hash, std::nullopt, "", {}, throwing}};
+    auto result = Downloader(config()).download_all(requests);
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, ExitCode::error);
+    EXPECT_NE(result.error().message.find(url.starts_with("file:") ? file : url), std::string::npos)
+        << result.error().message;
+    EXPECT_NE(result.error().message.find("bad_alloc"), std::string::npos)
+        << result.error().message;
+    expect_cache_clean(0);
+  }
 }
 
 TEST_F(FetchDownloader, AFileUrlIsStreamedOrFollowedAsADownloadIs) {
