@@ -7,19 +7,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
+#include "venvfix/base/parallel.hpp"
 #include "venvfix/base/strings.hpp"
 #include "venvfix/dist/csv.hpp"
 #include "venvfix/wheel/arriving_wheel.hpp"
@@ -337,33 +334,11 @@ class Installer {
       streamed[i].sha256 = found->second.sha256;
       to_copy.push_back(i);
     }
-    std::atomic<std::size_t> next{0};
-    std::mutex mutex;
-    std::optional<Error> failure;
-    auto work = [&] {
-      for (std::size_t k = next++; k < to_copy.size(); k = next++) {
-        std::size_t i = to_copy[k];
-        Status copied = copy_member(entry, i);
-        if (!copied) {
-          std::lock_guard lock(mutex);
-          if (!failure) failure = copied.error();
-          next = to_copy.size();
-        }
-      }
-    };
-    {
-      std::vector<std::jthread> helpers;
-      unsigned threads = detail::unpack_threads(m_contents, m_options.threads);
-      for (unsigned t = 1; t < threads; ++t) {
-        try {
-          helpers.emplace_back(work);
-        } catch (const std::system_error&) {  // at the limit of threads: this one does the rest
-          break;
-        }
-      }
-      work();
-    }
-    if (failure) return Result<std::vector<detail::StreamedMember>>(std::move(*failure));
+    // The pool carries on with fewer threads where the system refuses some.
+    const Status copied = run_parallel(
+        to_copy.size(), detail::unpack_threads(m_contents, m_options.threads),
+        [&](std::size_t k, const JobContext&) { return copy_member(entry, to_copy[k]); });
+    if (!copied) return Result<std::vector<detail::StreamedMember>>(copied.error());
     return Result<std::vector<detail::StreamedMember>>(std::move(streamed));
   }
 
