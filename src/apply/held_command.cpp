@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <future>
+#include <system_error>
 
 #include <spdlog/spdlog.h>
 
@@ -151,10 +153,17 @@ std::optional<HeldCommand> HeldCommand::start_held(const std::string& interprete
   options.inherit_fd = theirs.get();
   // The child's end stays open here until the child has ended (it is close-on-exec for every
   // other child); only closing ours tells the child to end unreleased.
-  auto ended =
-      std::async(std::launch::async, [held = std::move(held), options, theirs = std::move(theirs)] {
-        return run_process(held, options);
-      });
+  std::future<Result<ProcessOutcome>> ended;
+  try {
+    ended = std::async(std::launch::async,
+                       [held = std::move(held), options, theirs = std::move(theirs)] {
+                         return run_process(held, options);
+                       });
+  } catch (const std::system_error& error) {
+    // Nothing started: the command runs unheld, when its turn comes.
+    spdlog::debug("cannot hold {}: no thread to wait for it: {}", shown, error.what());
+    return std::nullopt;
+  }
   spdlog::debug("started `{}` held: its interpreter imports while venvfix gets ready", shown);
   return HeldCommand(std::move(ours), std::move(ended));
 }

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "venvfix/base/beside.hpp"
 #include "venvfix/base/process.hpp"
 #include "venvfix/plan/breakage.hpp"
 #include "venvfix/txn/snapshot.hpp"
@@ -54,7 +55,8 @@ std::optional<EarlyProbe> start_probe(const RunOptions& options, const verify::A
   if (probe.statement.empty()) return std::nullopt;
   spdlog::debug("probe `{}` started beside the analysis after the command", probe.statement);
   EarlyProbe early{probe.statement, {}};
-  early.run = std::async(std::launch::async,
+  // Without a thread it runs where its verdict is asked for, if it is.
+  early.run = run_beside(WhenRefused::at_first_get,
                          [venv = before.venv, probe] { return verify::run_probe(venv, probe); });
   return early;
 }
@@ -133,6 +135,22 @@ bool changed_nothing(const std::optional<txn::SnapshotDiff>& changes) {
   return changes && changes->added.empty() && changes->removed.empty() && changes->changed.empty();
 }
 
+// The error of a command that could not be run (a refused fork) or waited for. Its snapshot is
+// discarded where the venv is as it was, else (or when asked to be kept) kept and named.
+Error not_run(const env::Venv& venv, const txn::VenvLock& lock, const txn::TakenSnapshot& taken,
+              bool keep_snapshot, Error error) {
+  const std::string& id = taken.info.id;
+  if (!keep_snapshot && changed_nothing(command_changes(venv, taken))) {
+    if (Status discarded = txn::discard_snapshot(venv, lock, id); !discarded) {
+      spdlog::warn("snapshot {} is left: {}", id, discarded.error().message);
+    }
+    return error;
+  }
+  error.message +=
+      fmt::format("; snapshot {} is kept: `venvfix rollback {}` restores the state before", id, id);
+  return error;
+}
+
 // The venv-relative paths the command touched, and every directory above one: a distribution's
 // metadata directory not among them holds the same files, with the same identities, as when the
 // analysis before read it.
@@ -186,7 +204,8 @@ Result<std::pair<txn::TakenSnapshot, verify::Analysis>> snapshot_and_analyze(
     const manifest::Manifests& manifests, const elf::SystemView& system, verify::Options options) {
   std::promise<void> snapshot_made;
   options.stat_files_after = snapshot_made.get_future().share();
-  std::future<Result<txn::TakenSnapshot>> snapshot = std::async(std::launch::async, [&] {
+  // Without a thread the snapshot is taken first: the analysis waits for it.
+  std::future<Result<txn::TakenSnapshot>> snapshot = run_beside(WhenRefused::now, [&] {
     // Set on every way out, or the analysis would wait for ever.
     struct SetOnExit {
       std::promise<void>& promise;
@@ -235,15 +254,17 @@ Result<RunOutcome> run_guarded(const env::Venv& venv, const txn::VenvLock& lock,
   auto& [taken, before] = snapshot_and_before;
   const txn::SnapshotInfo& snapshot = taken.info;
   RunOutcome outcome;
+  const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   {
     // Joined when the command has finished, on every way out (a std::async future waits).
     std::future<void> beside;
-    if (options.beside_command) beside = std::async(std::launch::async, options.beside_command);
-    VENVFIX_TRY_ASSIGN(outcome.status,
-                       options.held != nullptr ? options.held->release() : run_command(argv));
+    // Without a thread it runs before the command.
+    if (options.beside_command) beside = run_beside(WhenRefused::now, options.beside_command);
+    Result<int> status = options.held != nullptr ? options.held->release() : run_command(argv);
+    if (!status) return not_run(venv, lock, taken, keep_snapshot, std::move(status).error());
+    outcome.status = *status;
     spdlog::debug("`{}` ended with status {}", what, outcome.status);
   }
-  const bool keep_snapshot = options.keep_snapshot == txn::KeepSnapshot::yes;
   const std::optional<txn::SnapshotDiff> changes = command_changes(venv, taken);
   if (changed_nothing(changes)) {
     spdlog::debug("`{}` changed nothing in the venv: no analysis after it", what);

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "venvfix/base/fs.hpp"
 
 extern char** environ;
@@ -25,6 +27,9 @@ extern char** environ;
 namespace venvfix {
 
 namespace {
+
+// fork_retrying's pauses: 10 ms, doubling up to this one, 2.55 s in all.
+constexpr std::chrono::milliseconds k_longest_fork_pause(1280);
 
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -302,6 +307,23 @@ Result<Pipes> make_pipes(const std::string& name, const ProcessOptions& options)
   return pipes;
 }
 
+// fork(), tried again while the system refuses it for want of a process slot (EAGAIN: a
+// container at its pids.max, `ulimit -u`), as bash does, for 2.5 s at most: another process's
+// end frees one. Signals to forward wait meanwhile, as they wait for fork itself. errno is
+// fork's when it returns -1.
+pid_t fork_retrying(const std::string& name) {
+  std::chrono::milliseconds pause(10);
+  for (int tries = 1;; ++tries) {
+    const pid_t pid = ::fork();
+    if (pid >= 0 || errno != EAGAIN || pause > k_longest_fork_pause) return pid;
+    spdlog::debug("cannot run {} yet: fork: {} (try {}); trying again in {} ms", name,
+                  errno_message(EAGAIN), tries, pause.count());
+    std::this_thread::sleep_for(pause);
+    pause *= 2;
+    errno = EAGAIN;
+  }
+}
+
 // After fork, in the parent: reads what the child writes and waits for it.
 ProcessOutcome collect(pid_t pid, Pipes& pipes, const ProcessOptions& options) {
   Deadline deadline;
@@ -391,7 +413,7 @@ Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,
     plan.signals = &*signals;
   }
 
-  const pid_t pid = ::fork();
+  const pid_t pid = fork_retrying(name);
   if (pid < 0)
     return make_error(ExitCode::error, "cannot run {}: fork: {}", name, errno_message(errno));
   if (pid == 0) child_setup(plan);

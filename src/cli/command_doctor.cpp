@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/session.hpp"
+#include "venvfix/base/beside.hpp"
 #include "venvfix/base/json_text.hpp"
 #include "venvfix/guard/guard.hpp"
 #include "venvfix/verify/probe.hpp"
@@ -54,7 +55,7 @@ Result<int> run_doctor(const GlobalOptions& options, const DoctorArgs& args) {
     verify::ProbeOptions probe_options = probe_view(options);
     probe_options.statement = statement;
     probe_options.timeout_seconds = args.probe_timeout;
-    probe = std::async(std::launch::async, [venv = session.venv, probe_options] {
+    probe = run_beside(WhenRefused::at_first_get, [venv = session.venv, probe_options] {
       return verify::run_probe(venv, probe_options);
     });
   }

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "steps.hpp"
+#include "venvfix/base/beside.hpp"
 #include "venvfix/pep/tags.hpp"
 
 namespace venvfix::verify {
@@ -104,12 +105,12 @@ Result<Analysis> analyze(env::Venv venv, const manifest::Manifests& manifests,
   // The site-packages walk (a directory read per directory) and the file check's stat pass (a
   // stat per RECORD row) need only the venv and the inventory, which no step changes: they
   // overlap the loading check, which runs on one thread. Their futures' destructors wait for
-  // them on every way out.
+  // them on every way out. Without a thread they run when their results are asked for.
   std::future<SiteScan> scan =
-      std::async(std::launch::async, [&venv = analysis.venv] { return scan_site(venv); });
-  std::future<FileStatPass> file_stats = std::async(
-      std::launch::async, [&inventory = analysis.inventory, &venv = analysis.venv,
-                           after = options.stat_files_after, &known = options.identity_now] {
+      run_beside(WhenRefused::at_first_get, [&venv = analysis.venv] { return scan_site(venv); });
+  std::future<FileStatPass> file_stats = run_beside(
+      WhenRefused::at_first_get, [&inventory = analysis.inventory, &venv = analysis.venv,
+                                  after = options.stat_files_after, &known = options.identity_now] {
         if (after.valid()) after.wait();
         return stat_record_files(inventory, venv, known);
       });

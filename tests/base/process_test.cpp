@@ -1,15 +1,19 @@
 // run_process: real children (sh, the shell tools), time limits, bounded capture, the result
-// pipe and the private mount namespace.
+// pipe, the private mount namespace and a fork refused by a real pids cgroup.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/threads_refused.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/process.hpp"
 
@@ -17,6 +21,7 @@ namespace venvfix {
 namespace {
 
 using ::testing::HasSubstr;
+using namespace std::chrono_literals;
 
 TEST(Process, CapturesStreamsSeparatelyAndTheStatus) {
   ProcessOptions options;
@@ -206,6 +211,44 @@ TEST(Process, BindMountsAreSeenOnlyByTheChild) {
   auto failed = run_process({"true"}, options);
   ASSERT_FALSE(failed);
   EXPECT_THAT(failed.error().message, HasSubstr("cannot run true: mount --bind:"));
+}
+
+// A fork refused for want of a process slot (a container at its pids.max) is tried again and
+// succeeds once a slot is free: here another thread raises the group's limit after 300 ms.
+TEST(Process, AForkRefusedForWantOfAProcessSlotIsTriedAgain) {
+  std::promise<const testing::PidsGroup*> made;
+  std::thread raiser([group = made.get_future()]() mutable {
+    const testing::PidsGroup* limited = group.get();
+    if (limited == nullptr) return;
+    std::this_thread::sleep_for(300ms);
+    EXPECT_TRUE(limited->set_max(2));
+  });
+  testing::ThreadsRefused refused;
+  const std::string why = refused.start();
+  made.set_value(why.empty() ? &refused.group() : nullptr);
+  if (!why.empty()) {
+    raiser.join();
+    GTEST_SKIP() << why;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto outcome = run_process({"true"}, {});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  raiser.join();
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(outcome->exit_code, 0);
+  EXPECT_GE(waited, 300ms);
+}
+
+// A fork refused for longer than venvfix waits (2.55 s) is an error naming the command.
+TEST(Process, AForkRefusedForGoodIsAnErrorNamingTheCommand) {
+  testing::ThreadsRefused refused;
+  if (const std::string why = refused.start(); !why.empty()) GTEST_SKIP() << why;
+  const auto start = std::chrono::steady_clock::now();
+  auto outcome = run_process({"true"}, {});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().message, "cannot run true: fork: Resource temporarily unavailable");
+  EXPECT_GE(waited, 2500ms);
 }
 
 }  // namespace

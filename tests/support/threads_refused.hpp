@@ -1,12 +1,15 @@
 // A thread that the kernel refuses to give new threads or processes, as one at its limit is
 // (ulimit -u, a container's pids.max): the calling thread moves into a new cgroup v1 `pids`
-// group whose pids.max is 1, itself, so clone() fails with EAGAIN and std::thread's constructor
-// throws std::system_error. Root only, and only where the pids controller is mounted; the test
-// skips otherwise, saying why. Other threads of the process are not affected.
+// group (support/pids_group.hpp) whose pids.max is 1, itself, so clone() fails with EAGAIN and
+// std::thread's constructor throws std::system_error. Root only, and only where the pids
+// controller is mounted; the test skips otherwise, saying why. Other threads of the process are
+// not affected.
 #pragma once
 
-#include <filesystem>
+#include <optional>
 #include <string>
+
+#include "support/pids_group.hpp"
 
 namespace venvfix::testing {
 
@@ -20,10 +23,12 @@ class ThreadsRefused {
   // Moves the calling thread (the destructor must run on it too). Returns "" once it cannot
   // start a thread, else why this cannot be made here.
   std::string start();
+  // The group, once start() made it: a test raises its pids.max to let a thread or process in.
+  const PidsGroup& group() const { return *m_group; }
 
  private:
-  std::filesystem::path m_group;     // the new group, empty until made
-  std::filesystem::path m_returned;  // the group this thread came from
+  std::optional<PidsGroup> m_group;  // destroyed after the thread has left it
+  bool m_taken = false;              // the calling thread is in the group
 };
 
 }  // namespace venvfix::testing
