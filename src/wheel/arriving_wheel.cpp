@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "venvfix/base/byte_reader.hpp"
+#include "venvfix/base/fs.hpp"
 #include "wheel/member_name.hpp"
 #include "wheel/member_pipe.hpp"
 #include "wheel/member_stream.hpp"
@@ -335,6 +336,31 @@ struct ArrivingWheel::State {
     return slash != std::string_view::npos && name.substr(0, slash).ends_with(".dist-info");
   }
 
+  // Without a thread to unpack on, a streamed wheel is kept whole in `dir`/wheel.whl as it
+  // arrives (on the downloading thread; the caller holds `mutex`), and its archive is read from
+  // there once complete instead of being downloaded again. False when that file cannot be made.
+  bool start_spill() {
+    std::error_code error;
+    if (!fs::create_directory(dir, error)) return false;
+    dir_made = true;
+    spill_path = dir / "wheel.whl";
+    spill = Fd(::open(spill_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!spill.valid()) return false;
+    spdlog::debug("{}: no thread to unpack it on; kept whole as it arrives", dir.string());
+    return true;
+  }
+
+  // The spill's next bytes; a failed write gives the wheel up (it is then downloaded again).
+  void spill_bytes(std::span<const std::byte> bytes) {
+    if (const Status written = write_all(spill.get(), bytes, spill_path.string()); !written) {
+      spdlog::debug("{}; the wheel is downloaded again", written.error().message);
+      spill = Fd();
+      given_up = true;
+      return;
+    }
+    available += bytes.size();
+  }
+
   // Starts the unpacking thread (the caller holds `mutex`). std::thread reports a refused
   // thread only by throwing: the archive is then read as before.
   bool start() {
@@ -368,6 +394,7 @@ struct ArrivingWheel::State {
   }
 
   fs::path dir;
+  bool dir_made = false;  // by start_spill; the thread makes it otherwise
   std::uint64_t expected_size;
   ReadLimits limits;
   SyncAhead::SyncFunction sync;
@@ -389,6 +416,9 @@ struct ArrivingWheel::State {
   fs::path skeleton_path;  // the thread's until `done`; empty when given up
   Fd skeleton_fd;
   bool skeleton_data = true;  // the bytes read now go into the skeleton
+  // Stream mode without a thread (start_spill): the whole wheel, written as it arrives.
+  Fd spill;
+  fs::path spill_path;
 
   std::mutex mutex;
   std::condition_variable arrived;  // more bytes, the end, or stop
@@ -415,8 +445,9 @@ ArrivingWheel::~ArrivingWheel() {
   }
   if (s.thread.joinable()) s.thread.join();
   s.ahead.reset();  // before its files go
+  s.spill = Fd();
   std::error_code ignored;
-  if (s.started) fs::remove_all(s.dir, ignored);
+  if (s.started || s.dir_made) fs::remove_all(s.dir, ignored);
 }
 
 void ArrivingWheel::stored(int fd, std::uint64_t stored) {
@@ -447,14 +478,19 @@ bool ArrivingWheel::write(std::span<const std::byte> bytes) {
   State& s = *m_state;
   std::lock_guard lock(s.mutex);
   if (s.given_up || s.stopping || s.total || bytes.empty()) return true;
-  if (!s.started) {
+  if (!s.started && !s.spill.valid()) {
     s.streaming = true;
     s.ring.resize(k_ring_bytes);
     if (!s.start()) {
-      s.given_up = true;
-      return true;
+      std::vector<std::byte>().swap(s.ring);
+      if (!s.start_spill()) s.given_up = true;
     }
   }
+  if (s.spill.valid()) {
+    s.spill_bytes(bytes);
+    return true;
+  }
+  if (s.given_up) return true;
   if (bytes.size() > s.ring.size()) {  // would never fit: the archive is read instead
     s.given_up = true;
     s.arrived.notify_all();
@@ -495,7 +531,14 @@ const std::vector<ArrivedMember>& ArrivingWheel::finish(std::uint64_t total) {
   State& s = *m_state;
   std::unique_lock lock(s.mutex);
   if (!s.started) {
-    s.given_up = true;  // nothing arrived: s.members is and stays empty
+    // Kept whole (no thread): the archive is the wheel's bytes, checked by the download, once
+    // they are all there. Else nothing arrived. s.members is and stays empty.
+    if (s.spill.valid() && !s.given_up && s.available == total) {
+      s.skeleton_path = s.spill_path;
+    } else {
+      s.given_up = true;
+    }
+    s.spill = Fd();
     return s.members;
   }
   if (!s.total) {

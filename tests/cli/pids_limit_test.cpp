@@ -52,7 +52,7 @@ class PidsLimitCli : public venvfix::testing::ScratchTest {
     return venvfix::testing::run_venvfix(
         {.index_url = m_index->url(),
          .cache_dir = path("cache"),
-         .options = {"-q"},
+         .options = {m_verbosity},
          .hermetic = Hermetic::no,
          .env = env,
          .launcher = group != nullptr ? group->launcher() : std::vector<std::string>{}},
@@ -67,6 +67,7 @@ class PidsLimitCli : public venvfix::testing::ScratchTest {
   }
 
   std::optional<venvfix::testing::IndexServer> m_index;
+  std::string m_verbosity = "-q";
 };
 
 TEST_F(PidsLimitCli, WhereNoThreadOrProcessCanStartVenvfixAnswersOrSaysWhatCouldNotRun) {
@@ -86,8 +87,13 @@ TEST_F(PidsLimitCli, WhereNoThreadOrProcessCanStartVenvfixAnswersOrSaysWhatCould
   EXPECT_EQ(free_doctor.exit_code, 3) << free_doctor.err;
   EXPECT_EQ(limited_doctor.out, free_doctor.out);
 
-  // The wheels download and stage without threads; the load check cannot start.
+  // The wheels download once and stage without threads (each kept whole as it arrives, then
+  // read as its archive); the load check cannot start.
+  m_verbosity = "-vv";
   CommandResult applied = venvfix(venv, {"apply", plan.string(), "--snapshot"}, &group);
+  m_verbosity = "-q";
+  EXPECT_THAT(applied.err, HasSubstr("no thread to unpack it on; kept whole as it arrives"));
+  EXPECT_THAT(applied.err, ::testing::Not(HasSubstr("reading it from the download cache")));
   EXPECT_EQ(applied.exit_code, 5) << applied.out << applied.err;
   EXPECT_THAT(applied.err, HasSubstr("venvfix: error: verification failed: cannot run "));
   EXPECT_THAT(applied.err, HasSubstr(": fork: Resource temporarily unavailable"));

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "support/failing_disk.hpp"
+#include "support/threads_refused.hpp"
 #include "venvfix/base/sha256.hpp"
 #include "wheel/wheel_test_support.hpp"
 
@@ -309,6 +310,64 @@ TEST_P(ArrivingWheelTest, AZipBombStopsAPieceAfterItsHeadersSize) {
     }
     EXPECT_LE(written, said + (64u << 10));  // the small members before it, too
   }
+}
+
+// Where no thread can start (a process at its pids limit), a streamed wheel is kept whole as it
+// arrives and read as the archive once complete: no second download, the same staged tree and
+// RECORD. A restarted stream leaves nothing, as with a thread.
+class ArrivingWheelWithoutThreads : public testing::StagingTest {};
+
+TEST_F(ArrivingWheelWithoutThreads, AStreamedWheelIsKeptWholeAndStagesAsTheArchive) {
+  const fs::path wheel = testing::test_wheels() / k_wheel;
+  auto bytes = read_file(wheel, 1u << 30);
+  ASSERT_TRUE(bytes);
+  InstallOptions options;
+  options.umask = 022;
+  auto reference = stage(wheel, options);
+  ASSERT_TRUE(reference) << reference.error().message;
+  const fs::path arrivals = m_dir->path() / "arrivals";
+  fs::create_directories(arrivals);
+  // Hands `arriving` the wheel in uneven pieces, the stream restarted once halfway if asked.
+  auto feed = [&](ArrivingWheel& arriving, bool restart_midway) {
+    std::mt19937 random(11);
+    for (std::uint64_t at = 0; at < bytes->size();) {
+      const std::uint64_t piece = std::min<std::uint64_t>(bytes->size() - at, 1 + random() % 9000);
+      EXPECT_TRUE(arriving.write(std::as_bytes(std::span(bytes->data() + at, piece))));
+      at += piece;
+      if (restart_midway && at > bytes->size() / 2) {
+        arriving.restart();
+        restart_midway = false;
+        at = 0;
+      }
+    }
+  };
+
+  venvfix::testing::ThreadsRefused refused;
+  if (const std::string why = refused.start(); !why.empty()) GTEST_SKIP() << why;
+  {
+    ArrivingWheel arriving(arrivals / "whole", 0);
+    feed(arriving, false);
+    EXPECT_TRUE(arriving.finish(bytes->size()).empty());
+    ASSERT_FALSE(arriving.skeleton().empty());
+    EXPECT_EQ(read_file(arriving.skeleton(), 1u << 30).value_or(""), *bytes);
+    // Read as the archive, through a link named like the wheel (as apply reaches it).
+    const fs::path named = arrivals / "named" / wheel.filename();
+    fs::create_directories(named.parent_path());
+    fs::create_symlink(arriving.skeleton(), named);
+    options.arriving = &arriving;
+    auto staged = stage(named, options);
+    ASSERT_TRUE(staged) << staged.error().message;
+    EXPECT_TRUE(staged->tree == reference->tree);
+    EXPECT_EQ(staged->result.record_text, reference->result.record_text);
+  }
+  {
+    ArrivingWheel arriving(arrivals / "restarted", 0);
+    feed(arriving, true);
+    EXPECT_TRUE(arriving.finish(bytes->size()).empty());
+    EXPECT_TRUE(arriving.skeleton().empty());
+  }
+  EXPECT_FALSE(fs::exists(arrivals / "whole"));
+  EXPECT_FALSE(fs::exists(arrivals / "restarted"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Feeds, ArrivingWheelTest, ::testing::Values(Feed::file, Feed::stream),

@@ -73,8 +73,9 @@ class ArrivingWheel {
   // headers, its *.dist-info members and its central directory, with holes where the other
   // members' bytes were (a sparse file). read_wheel reads it as the wheel (it reads no other
   // member's bytes) so that install_wheel can check the arrived members against it and adopt
-  // them; reading any other member's bytes from it fails their CRC or hash. Empty when nothing
-  // was unpacked.
+  // them; reading any other member's bytes from it fails their CRC or hash. Where no thread
+  // could start to unpack it (a process at its pids limit), the whole wheel instead, written as
+  // it arrived, which install_wheel reads as the archive. Empty when nothing was unpacked.
   const fs::path& skeleton() const;
 
   // The download is complete with `total` bytes: waits until every member is unpacked and
