@@ -20,6 +20,7 @@
 #include "venvfix/apply/load_check.hpp"
 #include "venvfix/base/fs.hpp"
 #include "venvfix/base/parallel.hpp"
+#include "venvfix/base/process.hpp"
 #include "venvfix/base/strings.hpp"
 
 namespace venvfix::apply {
@@ -36,6 +37,9 @@ std::string one_line(std::string text) {
 }
 
 using LoadAnswer = std::pair<std::string, std::string>;  // (status word, message)
+
+// The status word of a file that no process could be started to load.
+constexpr std::string_view k_unchecked = "unchecked";
 using Answers = std::vector<std::optional<LoadAnswer>>;  // by file index
 
 // The files and, for each, those loaded in processes forked from its own (load_chain.hpp).
@@ -66,6 +70,7 @@ std::string died_from(int signal_number) {
   }
   write_answer(out, index, "loaded", "");
   for (std::size_t dependent : tree.dependents[index]) {
+    // Refused (a process limit): not waited for, the dependent loads later on its own.
     const pid_t pid = ::fork();
     if (pid == 0) load_here(tree, dependent, out);
     if (pid < 0) continue;
@@ -99,7 +104,9 @@ bool read_more(LoadChild& child) {
   }
 }
 
-LoadChild start_load(const LoadTree& tree, std::size_t index) {
+// `wait`: where fork is refused for want of a process slot, wait for one (fork_when_allowed);
+// else give up at once (another tree of ours runs, and its end frees one).
+LoadChild start_load(const LoadTree& tree, std::size_t index, bool wait) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return {index, -1, Fd(), {"failed", "pipe: " + errno_message(errno)}, {}};
@@ -107,8 +114,10 @@ LoadChild start_load(const LoadTree& tree, std::size_t index) {
   Fd read_end(fds[0]);
   Fd write_end(fds[1]);
   std::fflush(stdout);
-  pid_t pid = ::fork();
-  if (pid < 0) return {index, -1, Fd(), {"failed", "fork: " + errno_message(errno)}, {}};
+  pid_t pid = wait ? fork_when_allowed() : ::fork();
+  // Not a verdict on the file: the check itself could not go on (dlopen_in_child).
+  if (pid < 0)
+    return {index, -1, Fd(), {std::string(k_unchecked), "fork: " + errno_message(errno)}, {}};
   if (pid == 0) {
     read_end = Fd();
     // A crash in the library's constructors must end this process by its signal, even when
@@ -275,9 +284,21 @@ void run_trees(const LoadTree& tree, std::span<const std::size_t> roots, Answers
   const std::size_t window = std::clamp(std::thread::hardware_concurrency(), 1u, 2u);
   std::vector<LoadChild> running;
   std::size_t next = 0;
+  // A start refused with none of ours running (after waiting for a slot): the rest would be too.
+  std::optional<LoadAnswer> refused;
   while (next < roots.size() || !running.empty()) {
     while (next < roots.size() && running.size() < window) {
-      LoadChild child = start_load(tree, roots[next++]);
+      if (refused) {
+        answers[roots[next++]] = refused;
+        continue;
+      }
+      LoadChild child = start_load(tree, roots[next], running.empty());
+      if (child.pid < 0 && child.failure.first == k_unchecked) {
+        // No process slot while one of ours runs: its end frees one, then this one starts.
+        if (!running.empty()) break;
+        refused = child.failure;
+      }
+      ++next;
       if (child.pid < 0) {
         finish_load(std::move(child), answers);
       } else {
@@ -388,6 +409,10 @@ Result<std::vector<LoadResult>> dlopen_in_child(std::span<const fs::path> files,
   }
   for (const fs::path& file : files) {
     auto it = answers.find(one_line(file.string()));
+    if (it != answers.end() && it->second.first == k_unchecked) {
+      return make_error(ExitCode::error, "the load check ({}) could not load {}: {}",
+                        helper.string(), file.string(), it->second.second);
+    }
     if (it != answers.end()) {
       results.push_back(classify(file, it->second.first, it->second.second, manifests));
     } else if (outcome.timed_out) {

@@ -28,9 +28,6 @@ namespace venvfix {
 
 namespace {
 
-// fork_retrying's pauses: 10 ms, doubling up to this one, 2.55 s in all.
-constexpr std::chrono::milliseconds k_longest_fork_pause(1280);
-
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
@@ -307,23 +304,6 @@ Result<Pipes> make_pipes(const std::string& name, const ProcessOptions& options)
   return pipes;
 }
 
-// fork(), tried again while the system refuses it for want of a process slot (EAGAIN: a
-// container at its pids.max, `ulimit -u`), as bash does, for 2.5 s at most: another process's
-// end frees one. Signals to forward wait meanwhile, as they wait for fork itself. errno is
-// fork's when it returns -1.
-pid_t fork_retrying(const std::string& name) {
-  std::chrono::milliseconds pause(10);
-  for (int tries = 1;; ++tries) {
-    const pid_t pid = ::fork();
-    if (pid >= 0 || errno != EAGAIN || pause > k_longest_fork_pause) return pid;
-    spdlog::debug("cannot run {} yet: fork: {} (try {}); trying again in {} ms", name,
-                  errno_message(EAGAIN), tries, pause.count());
-    std::this_thread::sleep_for(pause);
-    pause *= 2;
-    errno = EAGAIN;
-  }
-}
-
 // After fork, in the parent: reads what the child writes and waits for it.
 ProcessOutcome collect(pid_t pid, Pipes& pipes, const ProcessOptions& options) {
   Deadline deadline;
@@ -394,6 +374,24 @@ std::optional<std::string> environment_value(const std::vector<std::string>& env
   return std::nullopt;
 }
 
+pid_t fork_when_allowed(int* refusals) {
+  // The pauses: 10 ms, doubling up to this one, 2.55 s in all.
+  constexpr std::chrono::milliseconds k_longest_pause(1280);
+  std::chrono::milliseconds pause(10);
+  for (;;) {
+    const pid_t pid = ::fork();
+    if (pid >= 0 || errno != EAGAIN || pause > k_longest_pause) return pid;
+    if (refusals != nullptr) ++*refusals;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(pause);
+    timespec wait{static_cast<time_t>(seconds.count()),
+                  static_cast<long>(std::chrono::nanoseconds(pause - seconds).count())};
+    while (::nanosleep(&wait, &wait) != 0 && errno == EINTR) {
+    }
+    pause *= 2;
+    errno = EAGAIN;
+  }
+}
+
 Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,
                                    const ProcessOptions& options) {
   if (argv.empty()) return make_error(ExitCode::error, "no command to run");
@@ -413,9 +411,14 @@ Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,
     plan.signals = &*signals;
   }
 
-  const pid_t pid = fork_retrying(name);
+  // Signals to forward wait while a refused fork is tried again, as they wait for fork itself.
+  int refusals = 0;
+  const pid_t pid = fork_when_allowed(&refusals);
   if (pid < 0)
     return make_error(ExitCode::error, "cannot run {}: fork: {}", name, errno_message(errno));
+  if (refusals > 0 && pid > 0) {
+    spdlog::debug("{} started after {} refused forks (the process limit)", name, refusals);
+  }
   if (pid == 0) child_setup(plan);
   if (plan.capture) ::setpgid(pid, pid);  // also from here: no race with the kill
   if (signals) signals->started(pid);

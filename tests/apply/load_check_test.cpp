@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "support/manifests.hpp"
+#include "support/threads_refused.hpp"
 #include "support/world.hpp"
 #include "txn/apply_test_support.hpp"
 #include "venvfix/apply/load_check.hpp"
@@ -57,6 +58,34 @@ TEST_F(LoadCheck, LoadsGoodLibrariesAndReportsTheMissingSoname) {
   EXPECT_FALSE((*results)[1].ok());
   EXPECT_THAT((*results)[1].message,
               HasSubstr("libvenvfix_absent.so.7: cannot open shared object file"));
+}
+
+// A process limit (a container's pids.max) that lets the helper start but leaves it no process
+// to load in: the check fails, naming a file and the refusal, instead of saying the files did
+// not load. One slot more and each loads, one process at a time.
+TEST_F(LoadCheck, WhereTheHelperCanStartNoProcessToLoadInTheCheckFailsNotTheFiles) {
+  compile_shared(path("one/libone.so.1"), "libone.so.1", "int one(void) { return 1; }\n");
+  compile_shared(path("two/libtwo.so.1"), "libtwo.so.1", "int two(void) { return 2; }\n");
+  const std::vector<fs::path> files = {path("one/libone.so.1"), path("two/libtwo.so.1")};
+  // Each in a process of its own, as given: the helper asks the loader nothing.
+  constexpr std::size_t own = std::numeric_limits<std::size_t>::max();
+  const std::vector<std::size_t> alone = {own, own};
+  venvfix::testing::ThreadsRefused limited;
+  // This thread and the helper.
+  if (const std::string why = limited.start(2); !why.empty()) GTEST_SKIP() << why;
+  auto refused = dlopen_in_child(files, manifests(), m_options, alone);
+  ASSERT_TRUE(limited.group().set_max(3));
+  auto loaded = dlopen_in_child(files, manifests(), m_options, alone);
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(
+      refused.error().message,
+      ::testing::ContainsRegex("^the load check \\(.*\\) could not load .*/lib(one|two)\\.so\\.1: "
+                               "fork: Resource temporarily unavailable$"));
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_EQ(loaded->size(), 2u);
+  for (const LoadResult& result : *loaded) {
+    EXPECT_EQ(result.status, LoadStatus::loaded) << result.path << ": " << result.message;
+  }
 }
 
 TEST_F(LoadCheck, TwoFilesLoadAtOnceAndAnswerInTheirOrder) {

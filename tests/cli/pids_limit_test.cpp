@@ -3,9 +3,10 @@
 // itself (support/pids_group.hpp), so the kernel refuses it every clone(). Threads are a
 // speed-up, never a requirement (README): doctor answers as it does without the limit. What
 // needs a process waits 2.55 s for a slot, then fails in one sentence naming what it could not
-// run: apply's load check (exit 5, rolled back, the venv as before), run's command (exit 1,
-// its snapshot not left behind) and a guarded pip. Skipped, saying why, without root or the pids
-// controller.
+// run: apply's load check (exit 5, rolled back, the venv as before), run's command (exit 1, its
+// snapshot not left behind) and a guarded pip. With three slots the apply succeeds. (The load
+// check's own processes refused: LoadCheck.WhereTheHelperCanStartNoProcessToLoadInTheCheck…)
+// Skipped, saying why, without root or the pids controller.
 #include <cstdlib>
 #include <map>
 #include <variant>
@@ -121,9 +122,17 @@ TEST_F(PidsLimitCli, WhereNoThreadOrProcessCanStartVenvfixAnswersOrSaysWhatCould
                                      ": fork: Resource temporarily unavailable"));
   expect_tree_is(venv, before);
 
-  // Out of the group, the same plan applies.
-  CommandResult free_apply = venvfix(venv, {"apply", plan.string()});
-  EXPECT_EQ(free_apply.exit_code, 0) << free_apply.err;
+  // With three slots (venvfix, its load-check helper, one process loading at a time, each
+  // library then in a process of its own), the same plan applies and its probe passes.
+  auto roomier = PidsGroup::create(3);
+  ASSERT_TRUE(std::holds_alternative<PidsGroup>(roomier)) << std::get<std::string>(roomier);
+  CommandResult three =
+      venvfix(venv, {"--json", "apply", plan.string()}, &std::get<PidsGroup>(roomier));
+  ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
+  const nlohmann::json report = nlohmann::json::parse(three.out);
+  EXPECT_EQ(report["verification"]["ok"], true) << report.dump(2);
+  EXPECT_FALSE(report["verification"]["loads"].empty()) << report.dump(2);
+  EXPECT_EQ(report["verification"]["probe"]["ok"], true) << report.dump(2);
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ class ThreadsRefused {
   ThreadsRefused& operator=(const ThreadsRefused&) = delete;
 
   // Moves the calling thread (the destructor must run on it too). Returns "" once it cannot
-  // start a thread, else why this cannot be made here.
-  std::string start();
+  // start a thread, else why this cannot be made here. With `max` above 1 the group takes that
+  // many tasks in all: the thread and `max` - 1 threads or processes it starts.
+  std::string start(unsigned max = 1);
   // The group, once start() made it: a test raises its pids.max to let a thread or process in.
   const PidsGroup& group() const { return *m_group; }
 

@@ -71,6 +71,13 @@ struct ProcessOutcome {
 Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,
                                    const ProcessOptions& options);
 
+// fork(), tried again while the kernel refuses it for want of a process slot (EAGAIN: a
+// container at its pids.max, `ulimit -u`), as bash does: after 10 ms, then twice as long each
+// time, 2.55 s in all, since another process's end frees one. What fork() returns; errno is
+// its own on -1. `refusals` (optional) counts the refused tries. Logs nothing: it also runs in
+// the load check's forked processes, where only plain system calls are safe.
+pid_t fork_when_allowed(int* refusals = nullptr);
+
 // `name` as execvp(3) would find it: itself when it holds a slash, else the first directory of
 // PATH (unset: /usr/local/bin:/usr/bin:/bin; an empty entry: the working directory) holding an
 // executable file of that name; nullopt when none does.
