@@ -374,13 +374,13 @@ std::optional<std::string> environment_value(const std::vector<std::string>& env
   return std::nullopt;
 }
 
-pid_t fork_when_allowed(int* refusals) {
+int start_when_allowed(const std::function<int()>& start, int* refusals) {
   // The pauses: 10 ms, doubling up to this one, 2.55 s in all.
   constexpr std::chrono::milliseconds k_longest_pause(1280);
   std::chrono::milliseconds pause(10);
   for (;;) {
-    const pid_t pid = ::fork();
-    if (pid >= 0 || errno != EAGAIN || pause > k_longest_pause) return pid;
+    const int error = start();
+    if (error != EAGAIN || pause > k_longest_pause) return error;
     if (refusals != nullptr) ++*refusals;
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(pause);
     timespec wait{static_cast<time_t>(seconds.count()),
@@ -388,8 +388,19 @@ pid_t fork_when_allowed(int* refusals) {
     while (::nanosleep(&wait, &wait) != 0 && errno == EINTR) {
     }
     pause *= 2;
-    errno = EAGAIN;
   }
+}
+
+pid_t fork_when_allowed(int* refusals) {
+  pid_t pid = -1;
+  const int error = start_when_allowed(
+      [&pid] {
+        pid = ::fork();
+        return pid < 0 ? errno : 0;
+      },
+      refusals);
+  if (pid < 0) errno = error;
+  return pid;
 }
 
 Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,

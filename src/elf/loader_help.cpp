@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include "venvfix/base/fs.hpp"
+#include "venvfix/base/process.hpp"
 #include "venvfix/base/strings.hpp"
 
 namespace venvfix::elf::detail {
@@ -90,7 +92,8 @@ std::vector<std::string> legacy_subdirs(const LoaderHelp& help) {
   return result;
 }
 
-std::optional<std::string> run_loader_help(const std::filesystem::path& interpreter) {
+std::optional<std::string> run_loader_help(const std::filesystem::path& interpreter,
+                                           std::string* not_started) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
   posix_spawn_file_actions_t actions;
@@ -102,11 +105,13 @@ std::optional<std::string> run_loader_help(const std::filesystem::path& interpre
   char* argv[] = {program.data(), flag.data(), nullptr};
   char* envp[] = {nullptr};
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, envp);
+  const int rc = start_when_allowed(
+      [&] { return ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, envp); });
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fds[1]);
   if (rc != 0) {
     ::close(pipe_fds[0]);
+    if (not_started != nullptr) *not_started = "posix_spawn: " + errno_message(rc);
     return std::nullopt;
   }
   std::string output;

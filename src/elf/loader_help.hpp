@@ -21,8 +21,10 @@ struct LoaderHelp {
 LoaderHelp parse_loader_help(std::string_view text);
 
 // Runs `interpreter --help` with an empty environment and returns its stdout, or nullopt when
-// it cannot be run or fails (older glibc, musl).
-std::optional<std::string> run_loader_help(const std::filesystem::path& interpreter);
+// it fails (older glibc, musl) or cannot be started: then `not_started` (optional) says why
+// ("posix_spawn: …", after waiting for a process slot as run_process does).
+std::optional<std::string> run_loader_help(const std::filesystem::path& interpreter,
+                                           std::string* not_started = nullptr);
 
 // The legacy hwcap subdirectories glibc 2.26–2.36 tries under each search directory, in
 // order (elf/dl-hwcaps.c, _dl_important_hwcaps): every combination of tls, the platform and

@@ -98,7 +98,8 @@ SystemView loader_view() {
   SystemView view;
   view.platform = host_platform();
   view.interpreter = host_interpreter();
-  if (std::optional<std::string> text = detail::run_loader_help(view.interpreter)) {
+  std::string not_started;
+  if (std::optional<std::string> text = detail::run_loader_help(view.interpreter, &not_started)) {
     detail::LoaderHelp help = detail::parse_loader_help(*text);
     view.default_dirs.assign(help.system_dirs.begin(), help.system_dirs.end());
     for (const std::string& name : help.glibc_hwcaps) {
@@ -108,6 +109,12 @@ SystemView loader_view() {
     // What $PLATFORM expands to: GLRO(dl_platform), which --help prints as the AT_PLATFORM line.
     if (!help.legacy_platform.empty()) view.platform = help.legacy_platform;
     for (std::string& sub : detail::legacy_subdirs(help)) view.hwcap_subdirs.push_back(sub);
+  } else if (!not_started.empty()) {
+    // The loader's own answer is what venvfix checks its search against: say it is missing.
+    spdlog::warn(
+        "cannot ask the loader {} where it searches ({}); assuming its default "
+        "directories, without glibc-hwcaps subdirectories",
+        view.interpreter.string(), not_started);
   } else {
     spdlog::debug("{} --help gave nothing; using built-in default directories",
                   view.interpreter.string());

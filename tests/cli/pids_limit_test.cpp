@@ -53,7 +53,8 @@ class PidsLimitCli : public venvfix::testing::ScratchTest {
     return venvfix::testing::run_venvfix(
         {.index_url = m_index->url(),
          .cache_dir = path("cache"),
-         .options = {m_verbosity},
+         .options = m_verbosity.empty() ? std::vector<std::string>{}
+                                        : std::vector<std::string>{m_verbosity},
          .hermetic = Hermetic::no,
          .env = env,
          .launcher = group != nullptr ? group->launcher() : std::vector<std::string>{}},
@@ -68,7 +69,7 @@ class PidsLimitCli : public venvfix::testing::ScratchTest {
   }
 
   std::optional<venvfix::testing::IndexServer> m_index;
-  std::string m_verbosity = "-q";
+  std::string m_verbosity = "-q";  // empty: none given
 };
 
 TEST_F(PidsLimitCli, WhereNoThreadOrProcessCanStartVenvfixAnswersOrSaysWhatCouldNotRun) {
@@ -82,11 +83,16 @@ TEST_F(PidsLimitCli, WhereNoThreadOrProcessCanStartVenvfixAnswersOrSaysWhatCould
   const auto before = fingerprint(venv);
 
   // The analysis's side work runs on the one thread: the same report, the same exit code.
+  m_verbosity = "";  // warnings shown
   CommandResult free_doctor = venvfix(venv, {"--json", "doctor"});
   CommandResult limited_doctor = venvfix(venv, {"--json", "doctor"}, &group);
+  m_verbosity = "-q";
   EXPECT_EQ(limited_doctor.exit_code, free_doctor.exit_code) << limited_doctor.err;
   EXPECT_EQ(free_doctor.exit_code, 3) << free_doctor.err;
   EXPECT_EQ(limited_doctor.out, free_doctor.out);
+  // The loader could not be asked where it searches: said, not hidden.
+  EXPECT_THAT(limited_doctor.err, HasSubstr("warning: cannot ask the loader "));
+  EXPECT_THAT(limited_doctor.err, HasSubstr("(posix_spawn: Resource temporarily unavailable)"));
 
   // The wheels download once and stage without threads (each kept whole as it arrives, then
   // read as its archive); the load check cannot start.

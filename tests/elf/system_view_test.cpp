@@ -3,8 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "elf/elf_test_support.hpp"
 #include "elf/loader_help.hpp"
+#include "support/threads_refused.hpp"
 
 namespace venvfix::elf {
 namespace {
@@ -107,6 +112,36 @@ TEST(ElfSystemView, HostViewMatchesTheLoadersOwnSearch) {
   for (const std::string& sub : view->hwcap_subdirs) expected.push_back(base_slash + sub);
   expected.push_back(base);
   EXPECT_EQ(printed, join(expected, ":")) << trace.output;
+}
+
+// The loader is asked where it searches even at a process limit (a container's pids.max): a
+// refused start is tried again, here until another thread raises the limit after 300 ms; refused
+// for good, the reason is given (and the view warns, assuming the defaults).
+TEST(ElfSystemView, TheLoaderIsAskedAgainWhileAProcessLimitRefusesIt) {
+  const std::filesystem::path interpreter = SystemView::isolated().interpreter;
+  std::promise<const venvfix::testing::PidsGroup*> made;
+  std::thread raiser([group = made.get_future()]() mutable {
+    const venvfix::testing::PidsGroup* limited = group.get();
+    if (limited == nullptr) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(limited->set_max(2));
+  });
+  venvfix::testing::ThreadsRefused refused;
+  const std::string why = refused.start();
+  made.set_value(why.empty() ? &refused.group() : nullptr);
+  if (!why.empty()) {
+    raiser.join();
+    GTEST_SKIP() << why;
+  }
+  std::string not_started;
+  const std::optional<std::string> later = detail::run_loader_help(interpreter, &not_started);
+  raiser.join();
+  ASSERT_TRUE(later) << not_started;
+  EXPECT_FALSE(detail::parse_loader_help(*later).system_dirs.empty()) << *later;
+
+  ASSERT_TRUE(refused.group().set_max(1));
+  EXPECT_FALSE(detail::run_loader_help(interpreter, &not_started));
+  EXPECT_EQ(not_started, "posix_spawn: Resource temporarily unavailable");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,11 +72,15 @@ struct ProcessOutcome {
 Result<ProcessOutcome> run_process(const std::vector<std::string>& argv,
                                    const ProcessOptions& options);
 
-// fork(), tried again while the kernel refuses it for want of a process slot (EAGAIN: a
-// container at its pids.max, `ulimit -u`), as bash does: after 10 ms, then twice as long each
-// time, 2.55 s in all, since another process's end frees one. What fork() returns; errno is
-// its own on -1. `refusals` (optional) counts the refused tries. Logs nothing: it also runs in
-// the load check's forked processes, where only plain system calls are safe.
+// Calls `start` (a process start that returns 0 or an errno value) again while the kernel
+// refuses it for want of a process slot (EAGAIN: a container at its pids.max, `ulimit -u`), as
+// bash does: after 10 ms, then twice as long each time, 2.55 s in all, since another process's
+// end frees one. Returns start's last value; `refusals` (optional) counts the refused tries.
+// Logs nothing: it also runs in the load check's forked processes, where only plain system
+// calls are safe.
+int start_when_allowed(const std::function<int()>& start, int* refusals = nullptr);
+
+// fork() through start_when_allowed. What fork() returns; errno is its own on -1.
 pid_t fork_when_allowed(int* refusals = nullptr);
 
 // `name` as execvp(3) would find it: itself when it holds a slash, else the first directory of
