@@ -37,10 +37,10 @@ std::string one_line(std::string text) {
 }
 
 using LoadAnswer = std::pair<std::string, std::string>;  // (status word, message)
+using Answers = std::vector<std::optional<LoadAnswer>>;  // by file index
 
 // The status word of a file that no process could be started to load.
 constexpr std::string_view k_unchecked = "unchecked";
-using Answers = std::vector<std::optional<LoadAnswer>>;  // by file index
 
 // The files and, for each, those loaded in processes forked from its own (load_chain.hpp).
 struct LoadTree {
@@ -108,14 +108,15 @@ bool read_more(LoadChild& child) {
 // else give up at once (another tree of ours runs, and its end frees one).
 LoadChild start_load(const LoadTree& tree, std::size_t index, bool wait) {
   int fds[2];
+  // Neither a pipe nor a process is a verdict on the file: the check itself could not go on
+  // (dlopen_in_child).
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return {index, -1, Fd(), {"failed", "pipe: " + errno_message(errno)}, {}};
+    return {index, -1, Fd(), {std::string(k_unchecked), "pipe: " + errno_message(errno)}, {}};
   }
   Fd read_end(fds[0]);
   Fd write_end(fds[1]);
   std::fflush(stdout);
   pid_t pid = wait ? fork_when_allowed() : ::fork();
-  // Not a verdict on the file: the check itself could not go on (dlopen_in_child).
   if (pid < 0)
     return {index, -1, Fd(), {std::string(k_unchecked), "fork: " + errno_message(errno)}, {}};
   if (pid == 0) {
