@@ -95,7 +95,10 @@ std::vector<std::string> legacy_subdirs(const LoaderHelp& help) {
 std::optional<std::string> run_loader_help(const std::filesystem::path& interpreter,
                                            std::string* not_started) {
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    if (not_started != nullptr) *not_started = "pipe: " + errno_message(errno);
+    return std::nullopt;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);

@@ -22,7 +22,8 @@ LoaderHelp parse_loader_help(std::string_view text);
 
 // Runs `interpreter --help` with an empty environment and returns its stdout, or nullopt when
 // it fails (older glibc, musl) or cannot be started: then `not_started` (optional) says why
-// ("posix_spawn: …", after waiting for a process slot as run_process does).
+// ("pipe: …", "posix_spawn: …", the latter after waiting for a process slot as run_process
+// does).
 std::optional<std::string> run_loader_help(const std::filesystem::path& interpreter,
                                            std::string* not_started = nullptr);
 

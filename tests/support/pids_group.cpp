@@ -78,6 +78,10 @@ bool PidsGroup::take_this_thread() const {
   return write_value(m_dir / "tasks", this_thread_id());
 }
 
+bool PidsGroup::return_this_thread() const {
+  return write_value(m_parent / "tasks", this_thread_id());
+}
+
 std::vector<std::string> PidsGroup::launcher() const {
   return {"/bin/sh", "-c", "echo $$ > '" + (m_dir / "cgroup.procs").string() + "' && exec \"$@\"",
           "sh"};

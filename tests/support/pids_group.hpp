@@ -26,8 +26,10 @@ class PidsGroup {
   const std::filesystem::path& parent() const { return m_parent; }
   // pids.max, changed from any thread (a test frees a slot while its subject waits for one).
   bool set_max(unsigned max) const;
-  // Moves the calling thread alone into the group (its process's other threads stay out).
+  // Moves the calling thread alone into the group (its process's other threads stay out), and
+  // back into parent().
   bool take_this_thread() const;
+  bool return_this_thread() const;
   // A command prefix that joins the group and then becomes the rest of the command:
   // {"/bin/sh", "-c", "echo $$ > <dir>/cgroup.procs && exec \"$@\"", "sh"}.
   std::vector<std::string> launcher() const;

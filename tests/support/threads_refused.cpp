@@ -1,9 +1,7 @@
 #include "threads_refused.hpp"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <fstream>
+#include <utility>
+#include <variant>
 
 namespace venvfix::testing {
 
@@ -17,10 +15,7 @@ std::string ThreadsRefused::start(unsigned max) {
 }
 
 ThreadsRefused::~ThreadsRefused() {
-  if (m_taken) {
-    std::ofstream(m_group->parent() / "tasks")
-        << std::to_string(static_cast<long>(::syscall(SYS_gettid)));
-  }
+  if (m_taken) m_group->return_this_thread();
 }
 
 }  // namespace venvfix::testing
